@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/garraia/garra/internal/ask"
+	"github.com/garraia/garra/internal/mcpstdio"
+	"github.com/garraia/garra/internal/redact"
+)
+
+func newMCPServerCommand(o *rootOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "mcp-server",
+		Short: "Serve MCP over stdio (for Claude Desktop, Claude Code and other MCP hosts)",
+		Long: `Serve the Model Context Protocol over stdin/stdout.
+
+stdout carries JSON-RPC only; logs go to stderr, redacted.
+
+Tools: garra_ask (one question to an LLM provider), and garra_agent when
+GARRAIA_MCP_ENABLE_TOOLS is 1, true or yes.
+
+Operator limits, read once at start:
+  GARRAIA_MCP_MODEL_ALLOWLIST   comma-separated models a call may use
+  GARRAIA_MCP_MAX_TIMEOUT_SECS  cap on timeout_secs
+  GARRAIA_MCP_ENABLE_TOOLS      expose garra_agent
+  GARRAIA_MCP_ALLOWED_DIRS      roots for garra_agent's file tools`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			stderr := cmd.ErrOrStderr()
+			red := redact.Default()
+			log := newLogger(stderr, red)
+			cfg, src, err := o.loadConfig()
+			if err != nil {
+				return err
+			}
+			red, badPatterns := redact.New(cfg.Gateway.MCPHTTP.RedactPatterns)
+			log = newLogger(stderr, red)
+			for _, e := range badPatterns {
+				log.Warn("redact pattern ignored", "error", e)
+			}
+			policy, err := mcpstdio.PolicyFromEnv(o.getenv)
+			if err != nil {
+				return fmt.Errorf("mcp-server: %w", err)
+			}
+			core := &ask.Core{Config: cfg, Redactor: red, Getenv: o.getenv, Retries: ask.DefaultRetries}
+			server := mcpstdio.New(mcpstdio.Options{Version: version, Asker: core, Policy: policy, Logger: log})
+			log.Info("garra mcp-server starting", "config", configLabel(src.Path), "policy", policy.String(),
+				"provider", cfg.LLM.Provider, "pid", os.Getpid())
+			return server.Run(cmd.Context(), &mcp.StdioTransport{})
+		},
+	}
+}
+
+func configLabel(path string) string {
+	if path == "" {
+		return "built-in defaults"
+	}
+	return path
+}

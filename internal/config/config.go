@@ -1,0 +1,277 @@
+// Package config is Garra's config.yml: its types, the built-in defaults,
+// loading with env-over-file precedence, and Check, which lists every problem
+// a user must fix. The same file drives `garra mcp-server`, `garra ask` and
+// `garra gateway`; secrets are never stored in it, only the names of the
+// environment variables that hold them.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Environment variables that locate or override the file.
+const (
+	EnvConfigPath       = "GARRAIA_CONFIG"
+	EnvGatewayAPIKey    = "GARRAIA_GATEWAY_API_KEY"
+	EnvExecutionProfile = "GARRAIA_EXECUTION_PROFILE"
+	EnvBraveAPIKey      = "BRAVE_API_KEY"
+)
+
+// Project defaults shared by every surface.
+const (
+	DefaultProvider = "openrouter"
+	DefaultModel    = "z-ai/glm-5.3-flash"
+	DefaultListen   = "127.0.0.1:3888"
+)
+
+// Execution profiles (spec "Bash exposure").
+const (
+	ProfileStandard    = "standard"
+	ProfileIsolatedPod = "isolated-pod"
+)
+
+// Config is the whole config.yml.
+type Config struct {
+	DataDir   string    `json:"data_dir,omitempty"`
+	LLM       LLM       `json:"llm"`
+	Execution Execution `json:"execution"`
+	Agent     Agent     `json:"agent"`
+	Gateway   Gateway   `json:"gateway"`
+	Channels  Channels  `json:"channels"`
+}
+
+// LLM selects the default provider and model and how to reach them.
+type LLM struct {
+	Provider  string `json:"provider,omitempty"`
+	Model     string `json:"model,omitempty"`
+	APIKeyEnv string `json:"api_key_env,omitempty"`
+	// BaseURL overrides the endpoint of Provider (a local ollama, a proxy, a test double).
+	BaseURL string `json:"base_url,omitempty"`
+	// Aliases are extra provider names usable wherever a provider name is.
+	Aliases map[string]Alias `json:"aliases,omitempty"`
+	Brave   Brave            `json:"brave,omitempty"`
+}
+
+// Alias names a provider of one of the four kinds at its own endpoint.
+type Alias struct {
+	Provider  string `json:"provider"`
+	BaseURL   string `json:"base_url,omitempty"`
+	APIKeyEnv string `json:"api_key_env,omitempty"`
+}
+
+// Brave holds the web_search key. Prefer BRAVE_API_KEY in the environment.
+type Brave struct {
+	APIKey string `json:"api_key,omitempty"`
+}
+
+// Execution says where the process runs, which decides whether bash exists.
+type Execution struct {
+	Profile string `json:"profile,omitempty"`
+}
+
+// Agent configures the agent's tools.
+type Agent struct {
+	FileRoots []string `json:"file_roots,omitempty"`
+	Sandbox   Sandbox  `json:"sandbox"`
+}
+
+// Sandbox configures the container bash runs in on the standard profile.
+type Sandbox struct {
+	Mode      string   `json:"mode,omitempty"`    // off | all | allowlist
+	Backend   string   `json:"backend,omitempty"` // docker | podman | ssh
+	Allowlist []string `json:"allowlist,omitempty"`
+}
+
+// Gateway configures `garra gateway`.
+type Gateway struct {
+	Listen       string    `json:"listen,omitempty"`
+	APIKey       string    `json:"api_key,omitempty"`
+	AllowedHosts []string  `json:"allowed_hosts,omitempty"`
+	RateLimit    RateLimit `json:"rate_limit"`
+	MCPHTTP      MCPHTTP   `json:"mcp_http"`
+}
+
+// RateLimit is the per-IP request limit of the gateway.
+type RateLimit struct {
+	RequestsPerMinute int `json:"requests_per_minute,omitempty"`
+}
+
+// MCPHTTP configures POST /mcp.
+type MCPHTTP struct {
+	Enabled              bool           `json:"enabled,omitempty"`
+	AllowSend            bool           `json:"allow_send,omitempty"`
+	MaxHistoryMessages   int            `json:"max_history_messages,omitempty"`
+	AllowAsk             bool           `json:"allow_ask,omitempty"`
+	AskAllowedModels     []string       `json:"ask_allowed_models,omitempty"`
+	AskBudgetPerMinute   int            `json:"ask_budget_per_minute,omitempty"`
+	AllowAgent           bool           `json:"allow_agent,omitempty"`
+	AgentBudgetPerMinute int            `json:"agent_budget_per_minute,omitempty"`
+	AgentMaxSeconds      int            `json:"agent_max_seconds,omitempty"`
+	RedactPatterns       []string       `json:"redact_patterns,omitempty"`
+	Orchestrators        []Orchestrator `json:"orchestrators,omitempty"`
+}
+
+// Orchestrator is one external caller of the gateway.
+type Orchestrator struct {
+	Name    string               `json:"name"`
+	KeyEnv  string               `json:"key_env"`
+	Tools   []string             `json:"tools,omitempty"`
+	Chats   []string             `json:"chats,omitempty"`
+	Sandbox *OrchestratorSandbox `json:"sandbox,omitempty"`
+}
+
+// OrchestratorSandbox points at the orchestrator's own `garra sandbox` pod.
+type OrchestratorSandbox struct {
+	URL      string `json:"url"`
+	TokenEnv string `json:"token_env"`
+}
+
+// Channels configures the chat channels.
+type Channels struct {
+	Telegram Telegram `json:"telegram"`
+}
+
+// Telegram configures the Telegram channel.
+type Telegram struct {
+	BotTokenEnv      string   `json:"bot_token_env,omitempty"`
+	APIBaseURL       string   `json:"api_base_url,omitempty"`
+	ProactiveChatIDs []string `json:"proactive_chat_ids,omitempty"`
+	Allowlist        []string `json:"allowlist,omitempty"`
+}
+
+// Default returns the built-in configuration used when no file exists.
+func Default() *Config {
+	c := &Config{}
+	c.applyDefaults()
+	return c
+}
+
+func (c *Config) applyDefaults() {
+	if c.DataDir == "" {
+		c.DataDir = "~/.garraia"
+	}
+	if c.LLM.Provider == "" {
+		c.LLM.Provider = DefaultProvider
+	}
+	if c.LLM.Model == "" {
+		c.LLM.Model = DefaultModel
+	}
+	if c.Execution.Profile == "" {
+		c.Execution.Profile = ProfileStandard
+	}
+	if c.Agent.Sandbox.Mode == "" {
+		c.Agent.Sandbox.Mode = "off"
+	}
+	if c.Agent.Sandbox.Backend == "" {
+		c.Agent.Sandbox.Backend = "docker"
+	}
+	g := &c.Gateway
+	if g.Listen == "" {
+		g.Listen = DefaultListen
+	}
+	if g.RateLimit.RequestsPerMinute == 0 {
+		g.RateLimit.RequestsPerMinute = 120
+	}
+	m := &g.MCPHTTP
+	if m.MaxHistoryMessages == 0 {
+		m.MaxHistoryMessages = 50
+	}
+	if m.AskBudgetPerMinute == 0 {
+		m.AskBudgetPerMinute = 10
+	}
+	if m.AgentBudgetPerMinute == 0 {
+		m.AgentBudgetPerMinute = 2
+	}
+	if m.AgentMaxSeconds == 0 {
+		m.AgentMaxSeconds = 300
+	}
+	if c.Channels.Telegram.BotTokenEnv == "" {
+		c.Channels.Telegram.BotTokenEnv = "TELEGRAM_BOT_TOKEN"
+	}
+}
+
+// Source says where a configuration came from, for the boot log.
+type Source struct {
+	Path     string // "" when no file was read
+	Explicit bool   // named by --config or GARRAIA_CONFIG
+}
+
+// Load reads the config file. flagPath (from --config) wins over
+// $GARRAIA_CONFIG, which wins over ~/.garraia/config.yml. A missing default
+// file yields the built-in defaults; a missing explicit file is an error.
+// Environment overrides are applied last (env beats file).
+func Load(flagPath string, getenv func(string) string) (*Config, Source, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	src := Source{Path: flagPath, Explicit: flagPath != ""}
+	if src.Path == "" {
+		if p := getenv(EnvConfigPath); p != "" {
+			src = Source{Path: p, Explicit: true}
+		}
+	}
+	if src.Path == "" {
+		home, err := os.UserHomeDir()
+		if err == nil {
+			src.Path = filepath.Join(home, ".garraia", "config.yml")
+		}
+	}
+	cfg := &Config{}
+	if src.Path != "" {
+		data, err := os.ReadFile(expandHome(src.Path))
+		switch {
+		case err == nil:
+			if cfg, err = Parse(data); err != nil {
+				return nil, src, fmt.Errorf("config %s: %w", src.Path, err)
+			}
+		case errors.Is(err, fs.ErrNotExist) && !src.Explicit:
+			src.Path = ""
+		default:
+			return nil, src, fmt.Errorf("read config: %w", err)
+		}
+	}
+	cfg.applyDefaults()
+	cfg.applyEnv(getenv)
+	return cfg, src, nil
+}
+
+// Parse decodes config.yml strictly: an unknown key is an error naming it.
+// Defaults are not applied.
+func Parse(data []byte) (*Config, error) {
+	cfg := &Config{}
+	if err := yaml.UnmarshalStrict(data, cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func (c *Config) applyEnv(getenv func(string) string) {
+	if v := getenv(EnvGatewayAPIKey); v != "" {
+		c.Gateway.APIKey = v
+	}
+	if v := getenv(EnvExecutionProfile); v != "" {
+		c.Execution.Profile = v
+	}
+	if v := getenv(EnvBraveAPIKey); v != "" {
+		c.LLM.Brave.APIKey = v
+	}
+}
+
+// DataDirPath is data_dir with a leading ~ expanded.
+func (c *Config) DataDirPath() string { return expandHome(c.DataDir) }
+
+func expandHome(p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, strings.TrimPrefix(p, "~"))
+		}
+	}
+	return p
+}

@@ -1,0 +1,67 @@
+// Package mcpstdio is the dispatcher of `garra mcp-server`: it declares the
+// tools, validates their arguments, enforces the operator policy and turns
+// results into MCP responses. It is deliberately only a dispatcher: it
+// writes nothing to stdout, spawns no process and constructs no agent tool;
+// audit tests over this package's source keep it that way. The agent's
+// machinery is handed in as an AgentRunner built elsewhere.
+package mcpstdio
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/garraia/garra/internal/ask"
+)
+
+// ServerName is the MCP implementation name reported at initialize.
+const ServerName = "garra"
+
+// Asker is the one-shot core (internal/ask.Core).
+type Asker interface {
+	Normalize(ask.Request) (ask.Request, error)
+	Ask(context.Context, ask.Request) ask.Envelope
+}
+
+// Options configures the dispatcher.
+type Options struct {
+	Version string
+	Asker   Asker
+	Policy  Policy
+	// Logger receives the boot line and one audit line per call; it must
+	// write to stderr through the redactor.
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// New builds the MCP server. It registers garra_ask, and nothing else yet.
+func New(o Options) *mcp.Server {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: o.Version}, &mcp.ServerOptions{
+		Instructions: "Garra: garra_ask sends one question to an LLM provider and returns a garra.ask.v1 JSON envelope.",
+		Logger:       o.Logger,
+	})
+	d := &dispatcher{o: o}
+	s.AddTool(askTool(), d.handleAsk)
+	return s
+}
+
+type dispatcher struct {
+	o Options
+}
+
+// audit writes the stderr audit line for one call: never the prompt or the
+// answer.
+func (d *dispatcher) audit(tool, outcome, kind, provider, model string, start time.Time) {
+	d.o.Logger.Info("mcp call",
+		"tool", tool, "outcome", outcome, "error_kind", kind,
+		"provider", provider, "model", model,
+		"latency_ms", d.o.Now().Sub(start).Milliseconds())
+}
