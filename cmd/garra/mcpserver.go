@@ -47,7 +47,11 @@ Operator limits, read once at start:
 				return fmt.Errorf("mcp-server: %w", err)
 			}
 			core := &ask.Core{Config: cfg, Redactor: red, Getenv: o.getenv, Retries: ask.DefaultRetries}
-			server := mcpstdio.New(mcpstdio.Options{Version: version, Asker: core, Policy: policy, Logger: log})
+			opts := mcpstdio.Options{Version: version, Asker: core, Policy: policy, Logger: log}
+			if policy.EnableTools {
+				opts.Agent = newLocalAgent(cfg, core, red, o.getenv, log)
+			}
+			server := mcpstdio.New(opts)
 			log.Info("garra mcp-server starting", "config", configLabel(src.Path), "policy", policy.String(),
 				"provider", cfg.LLM.Provider, "pid", os.Getpid())
 			return server.Run(cmd.Context(), &mcp.StdioTransport{})

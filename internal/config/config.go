@@ -87,6 +87,8 @@ type Sandbox struct {
 	Mode      string   `json:"mode,omitempty"`    // off | all | allowlist
 	Backend   string   `json:"backend,omitempty"` // docker | podman | ssh
 	Allowlist []string `json:"allowlist,omitempty"`
+	// Image is the container image bash runs in ("" = a Debian slim image).
+	Image string `json:"image,omitempty"`
 }
 
 // Gateway configures `garra gateway`.

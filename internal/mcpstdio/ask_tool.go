@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/garraia/garra/internal/ask"
+	"github.com/garraia/garra/internal/strictargs"
 )
 
 const askToolName = "garra_ask"
@@ -51,9 +52,16 @@ type askArgs struct {
 // operator policy, or an error naming the field.
 func (d *dispatcher) askRequest(raw json.RawMessage) (ask.Request, error) {
 	var a askArgs
-	if err := decodeArgs(raw, &a); err != nil {
+	if err := strictargs.Decode(raw, &a); err != nil {
 		return ask.Request{}, err
 	}
+	return d.commonRequest(a)
+}
+
+// commonRequest applies the rules garra_ask and garra_agent share: message,
+// provider (kinds and aliases), model (and the allowlist), system prompt and
+// timeout_secs within garra_ask's bounds (nil = default).
+func (d *dispatcher) commonRequest(a askArgs) (ask.Request, error) {
 	if a.Message == nil {
 		return ask.Request{}, fmt.Errorf("message: required")
 	}

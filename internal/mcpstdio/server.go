@@ -29,14 +29,18 @@ type Asker interface {
 type Options struct {
 	Version string
 	Asker   Asker
-	Policy  Policy
+	// Agent runs garra_agent; it is registered only when Policy.EnableTools
+	// is set and Agent is not nil.
+	Agent  AgentRunner
+	Policy Policy
 	// Logger receives the boot line and one audit line per call; it must
 	// write to stderr through the redactor.
 	Logger *slog.Logger
 	Now    func() time.Time
 }
 
-// New builds the MCP server. It registers garra_ask, and nothing else yet.
+// New builds the MCP server: garra_ask always, garra_agent only on opt-in,
+// so that without it tools/list is exactly the garra_ask-only surface.
 func New(o Options) *mcp.Server {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -50,6 +54,9 @@ func New(o Options) *mcp.Server {
 	})
 	d := &dispatcher{o: o}
 	s.AddTool(askTool(), d.handleAsk)
+	if o.Policy.EnableTools && o.Agent != nil {
+		s.AddTool(agentTool(), d.handleAgent)
+	}
 	return s
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/llm"
+	"github.com/garraia/garra/internal/strictargs"
 )
 
 // recordingProvider answers every call with a fixed reply and remembers the
@@ -205,5 +206,33 @@ func TestToolsListExactSchema(t *testing.T) {
 	hb, _ := json.Marshal(have)
 	if string(wb) != string(hb) {
 		t.Fatalf("schema drift:\n got %s\nwant %s", hb, wb)
+	}
+}
+
+// The hand-written schemas and the structs that decode them must list the
+// same properties, or a valid call would be refused (or an invalid one pass).
+func TestSchemasMatchDecoders(t *testing.T) {
+	for name, c := range map[string]struct {
+		schema json.RawMessage
+		dst    any
+	}{
+		"garra_ask":   {askInputSchema, &askArgs{}},
+		"garra_agent": {agentInputSchema, &agentArgs{}},
+	} {
+		var s struct {
+			Properties map[string]any `json:"properties"`
+		}
+		if err := json.Unmarshal(c.schema, &s); err != nil {
+			t.Fatal(err)
+		}
+		fields := strictargs.FieldNames(c.dst)
+		if len(fields) != len(s.Properties) {
+			t.Fatalf("%s: schema has %d properties, decoder %d", name, len(s.Properties), len(fields))
+		}
+		for p := range s.Properties {
+			if !fields[p] {
+				t.Errorf("%s: schema property %q has no decoder field", name, p)
+			}
+		}
 	}
 }
