@@ -1,0 +1,402 @@
+package shellgate
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// callCtx is one simple command about to be gated.
+type callCtx struct {
+	args    []arg
+	redirs  []*syntax.Redirect // redirections of the statement (here-documents feed stdin)
+	piped   bool               // stdin is the output of another command
+	dynTail bool               // run-time arguments will be appended (xargs)
+}
+
+func (cl callCtx) with(args []arg) callCtx {
+	cl.args = args
+	return cl
+}
+
+// progName reduces a command word to the name the tables use: the
+// lower-cased basename, so /usr/bin/curl and ./Curl both become "curl".
+func progName(v string) string {
+	v = strings.TrimRight(v, "/")
+	if i := strings.LastIndexByte(v, '/'); i >= 0 {
+		v = v[i+1:]
+	}
+	return strings.ToLower(v)
+}
+
+// gateCall decides on one simple command. It returns the reason to block,
+// or "" to allow.
+func (c *checker) gateCall(cl callCtx) string {
+	if c.budget.steps--; c.budget.steps < 0 {
+		return "command too complex to analyse"
+	}
+	if len(cl.args) == 0 {
+		return ""
+	}
+	name := cl.args[0]
+	if !name.lit || name.glob {
+		// $x, $(…), ${x}, c?rl, {cu,}rl: the program is chosen at run time.
+		return "non-literal command name"
+	}
+	if n, ok := assignPrefix(name); ok && len(cl.args) > 1 {
+		// sudo VAR=value cmd: wrappers pass leading assignments on.
+		val := arg{lit: name.lit, val: strings.TrimPrefix(name.val, n+"=")}
+		if r := c.checkVar(n, val); r != "" {
+			return r
+		}
+		return c.gateCall(cl.with(cl.args[1:]))
+	}
+	prog := progName(name.val)
+	if prog == "" {
+		return ""
+	}
+	if nameBuiltins[prog] {
+		for _, a := range cl.args[1:] {
+			if subscriptSubst(a.val) {
+				return "command substitution in an array subscript"
+			}
+		}
+	}
+	if spec, ok := wrappers[prog]; ok {
+		return c.unwrap(prog, spec, cl)
+	}
+	if networkPrograms[prog] {
+		return "network-capable program " + q(prog)
+	}
+	if prog == "printenv" {
+		return "environment dump (printenv)"
+	}
+	if kind, ok := destructivePrograms[prog]; ok {
+		return fmt.Sprintf("%s (%s)", kind, q(prog))
+	}
+	if strings.HasPrefix(prog, "mkfs") {
+		return "filesystem format (" + q(prog) + ")"
+	}
+	if shells[prog] {
+		return c.shell(prog, cl)
+	}
+	if m := interpreterRe.FindStringSubmatch(prog); m != nil {
+		return c.interpreter(m[1], prog, cl)
+	}
+	if spec, ok := otherInterp[prog]; ok {
+		return c.otherInterpreter(prog, spec, cl)
+	}
+	return c.special(prog, cl)
+}
+
+// special holds the per-program rules for builtins and ordinary tools.
+func (c *checker) special(prog string, cl callCtx) string {
+	args := cl.args
+	switch prog {
+	case "eval":
+		return c.evalArgs("eval", args[1:])
+	case "source", ".":
+		return sourceRule(prog, cl)
+	case "trap":
+		return c.trap(args)
+	case "alias":
+		return c.alias(args)
+	case "set":
+		if len(args) == 1 {
+			return "environment dump (set)"
+		}
+	case "export", "declare", "typeset", "readonly", "local":
+		var opts []string
+		names := false
+		for _, a := range args[1:] {
+			switch {
+			case !a.lit:
+				return fmt.Sprintf("non-literal %s argument", prog)
+			case strings.HasPrefix(a.val, "-") || strings.HasPrefix(a.val, "+"):
+				opts = append(opts, a.val)
+			default:
+				names = true
+				if n, v, ok := strings.Cut(a.val, "="); ok {
+					if r := c.checkVar(n, litArg(v)); r != "" {
+						return r
+					}
+				}
+			}
+		}
+		return declRule(prog, opts, names)
+	case "compgen":
+		return compgenRule(args)
+	case "enable":
+		if hasShortFlag(args[1:], 'f') {
+			return "loading a builtin from a shared object (enable -f)"
+		}
+	case "hash":
+		if hasShortFlag(args[1:], 'p') {
+			return "hash -p remaps a command name"
+		}
+	case "mapfile", "readarray":
+		for i, a := range args {
+			if a.lit && (a.val == "-C" || strings.HasPrefix(a.val, "-C")) {
+				return c.codeValue("mapfile -C", args, i, "-C")
+			}
+		}
+	case "rm", "unlink":
+		return rmRule(prog, cl)
+	case "find":
+		return c.find(cl)
+	case "dd":
+		return ddRule(args)
+	case "chmod", "chown", "chgrp":
+		return permRule(prog, args)
+	case "tee", "truncate":
+		return writeOperands(prog, args)
+	case "cp", "ln", "install", "mv":
+		return copyRule(prog, args)
+	case "sed", "gsed":
+		return sedRule(args)
+	case "awk", "gawk", "mawk", "nawk":
+		return awkRule(args)
+	case "ps":
+		return psRule(args)
+	case "kill":
+		return killRule(args)
+	case "tar", "bsdtar", "gtar":
+		return c.tarRule(args)
+	case "zip":
+		for i, a := range args {
+			if a.lit && (a.val == "-TT" || strings.HasPrefix(a.val, "--unzip-command")) {
+				return c.codeValue("zip -TT", args, i, "-TT")
+			}
+		}
+	case "make", "gmake":
+		for i, a := range args {
+			if a.lit && (a.val == "-E" || strings.HasPrefix(a.val, "--eval")) {
+				return "make --eval runs inline recipes"
+			}
+			if r := programFile("make", args, i, "-f", "--file", "--makefile"); r != "" {
+				return r
+			}
+		}
+	case "man":
+		for i, a := range args {
+			if a.lit && (a.val == "-P" || strings.HasPrefix(a.val, "--pager")) {
+				return c.codeValue("man -P", args, i, "-P")
+			}
+		}
+	case "journalctl":
+		for _, a := range args[1:] {
+			if a.lit && (strings.HasPrefix(a.val, "--vacuum") || a.val == "--rotate" || a.val == "--flush" || a.val == "--relinquish-var" || a.val == "--setup-keys") {
+				return "mutating journalctl option " + q(a.val)
+			}
+		}
+	case "getent":
+		if len(args) > 1 && args[1].lit && strings.HasPrefix(args[1].val, "ahosts") || len(args) > 1 && args[1].val == "hosts" {
+			return "DNS lookup (getent hosts)"
+		}
+	case "split":
+		for i, a := range args {
+			if a.lit && strings.HasPrefix(a.val, "--filter") {
+				return c.codeValue("split --filter", args, i, "--filter")
+			}
+		}
+	case "sort":
+		for i, a := range args {
+			if a.lit && strings.HasPrefix(a.val, "--compress-program") {
+				return c.codeValue("sort --compress-program", args, i, "--compress-program")
+			}
+		}
+	case "vim", "vi", "nvim", "view", "gvim", "rvim", "vimdiff", "ex", "nex":
+		return editorRule(prog, cl)
+	case "emacs", "emacsclient":
+		for _, a := range args[1:] {
+			if a.lit && (strings.HasPrefix(a.val, "--eval") || a.val == "-eval" || a.val == "--execute" || a.val == "-execute" || a.val == "-f" || strings.HasPrefix(a.val, "--funcall")) {
+				return "inline Emacs Lisp (" + q(a.val) + ")"
+			}
+		}
+	case "ed", "red":
+		return edRule(cl)
+	case "sqlite3", "sqlite":
+		return sqliteRule(cl)
+	case "git":
+		return c.git(cl)
+	case "service":
+		return serviceRule(args)
+	case "ip", "ifconfig", "route", "sysctl", "hostname":
+		return sysRule(prog, args)
+	case "bun":
+		for _, a := range args[1:] {
+			if a.lit && (a.val == "-e" || a.val == "-p" || strings.HasPrefix(a.val, "--eval") || strings.HasPrefix(a.val, "--print")) {
+				return "inline JavaScript code (bun " + q(a.val) + ")"
+			}
+		}
+	case "docker-compose", "podman-compose":
+		return c.subcommands("docker-compose", cl)
+	}
+	return c.subcommands(prog, cl)
+}
+
+// nameBuiltins take variable names, whose subscripts bash evaluates.
+var nameBuiltins = set("read", "printf", "unset", "test", "[", "declare", "typeset", "local",
+	"export", "readonly", "mapfile", "readarray", "wait", "getopts", "let")
+
+// programFile blocks a program file option (awk -f, sed -f, make -f) whose
+// value is really stdin or a process substitution: that is inline code.
+func programFile(prog string, args []arg, i int, short string, long ...string) string {
+	a := args[i]
+	if !a.lit {
+		return ""
+	}
+	var val arg
+	switch {
+	case a.val == short || slices.Contains(long, a.val):
+		if i+1 >= len(args) {
+			return ""
+		}
+		val = args[i+1]
+	case strings.HasPrefix(a.val, short) && !strings.HasPrefix(a.val, "--") && len(a.val) > len(short):
+		val = litArg(a.val[len(short):])
+	default:
+		for _, l := range long {
+			if strings.HasPrefix(a.val, l+"=") {
+				val = litArg(a.val[len(l)+1:])
+			}
+		}
+	}
+	if val.procSubst || val.lit && stdinPath(val.val) {
+		return "inline code for " + prog + " via a program file on stdin"
+	}
+	return ""
+}
+
+// evalArgs gates the words bash will join and run as code.
+func (c *checker) evalArgs(what string, words []arg) string {
+	parts := make([]string, 0, len(words))
+	for _, a := range words {
+		if !a.lit {
+			return "non-literal code passed to " + what
+		}
+		parts = append(parts, a.val)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return c.nested(strings.Join(parts, " "))
+}
+
+// codeValue gates the value of option flag at args[i] (attached or next).
+func (c *checker) codeValue(what string, args []arg, i int, flag string) string {
+	v := args[i].val
+	var code arg
+	switch {
+	case strings.Contains(v, "="):
+		code = litArg(v[strings.IndexByte(v, '=')+1:])
+	case len(v) > len(flag) && strings.HasPrefix(v, flag):
+		code = litArg(v[len(flag):])
+	case i+1 < len(args):
+		code = args[i+1]
+	default:
+		return ""
+	}
+	if !code.lit {
+		return "non-literal command for " + what
+	}
+	return c.nested(code.val)
+}
+
+func sourceRule(prog string, cl callCtx) string {
+	ops := cl.args[1:]
+	for len(ops) > 0 && ops[0].isFlag() {
+		if ops[0].val == "--" {
+			ops = ops[1:]
+			break
+		}
+		ops = ops[1:]
+	}
+	if len(ops) == 0 {
+		return ""
+	}
+	s := ops[0]
+	switch {
+	case s.procSubst:
+		return "process substitution sourced as a script (" + prog + " <(…))"
+	case s.lit && stdinPath(s.val):
+		if cl.piped {
+			return "pipe into shell (" + prog + " " + clip(s.val, 20) + ")"
+		}
+		return "script read from stdin (" + prog + " " + clip(s.val, 20) + ")"
+	}
+	return ""
+}
+
+// stdinPath reports whether a script operand really names standard input
+// or another already-open descriptor.
+func stdinPath(p string) bool {
+	switch {
+	case p == "-", p == "/dev/stdin":
+		return true
+	case strings.HasPrefix(p, "/dev/fd/"), strings.HasPrefix(p, "/proc/") && strings.Contains(p, "/fd/"):
+		return true
+	}
+	return false
+}
+
+func (c *checker) trap(args []arg) string {
+	ops := args[1:]
+	if len(ops) > 0 && ops[0].lit && (ops[0].val == "-p" || ops[0].val == "-l" || ops[0].val == "-P") {
+		return ""
+	}
+	if len(ops) > 0 && ops[0].lit && ops[0].val == "--" {
+		ops = ops[1:]
+	}
+	if len(ops) < 2 {
+		return ""
+	}
+	if !ops[0].lit {
+		return "non-literal trap handler"
+	}
+	return c.nested(ops[0].val)
+}
+
+func (c *checker) alias(args []arg) string {
+	for _, a := range args[1:] {
+		if !a.lit {
+			return "non-literal alias"
+		}
+		if _, v, ok := strings.Cut(a.val, "="); ok {
+			if r := c.nested(v); r != "" {
+				return r
+			}
+		}
+	}
+	return ""
+}
+
+func compgenRule(args []arg) string {
+	for i, a := range args[1:] {
+		if !a.lit || !strings.HasPrefix(a.val, "-") {
+			continue
+		}
+		if strings.ContainsAny(a.val[1:], "ev") && !strings.HasPrefix(a.val, "--") {
+			return "environment dump (compgen " + clip(a.val, 10) + ")"
+		}
+		if a.val == "-A" && i+2 < len(args) {
+			switch args[i+2].val {
+			case "variable", "export", "env":
+				return "environment dump (compgen -A " + args[i+2].val + ")"
+			}
+		}
+	}
+	return ""
+}
+
+// hasShortFlag reports whether a literal short-option cluster contains f.
+func hasShortFlag(args []arg, f byte) bool {
+	for _, a := range args {
+		if a.isFlag() && !strings.HasPrefix(a.val, "--") && strings.IndexByte(a.val[1:], f) >= 0 {
+			return true
+		}
+	}
+	return false
+}

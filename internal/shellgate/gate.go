@@ -1,0 +1,451 @@
+package shellgate
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Decision is the gate's verdict on one command line.
+type Decision struct {
+	Allowed bool
+	// Reason says why the command was blocked, briefly and without echoing
+	// the input at length, e.g. `network-capable program "curl"`. It is safe
+	// to show to the model. Empty when Allowed.
+	Reason string
+}
+
+const (
+	// maxInput bounds the work done per call; the tool's own message limit
+	// is 64 KiB, so anything longer is not a command a model should send.
+	maxInput = 128 << 10
+	// maxDepth bounds bash -c 'bash -c "…"' nesting.
+	maxDepth = 8
+	// maxSteps bounds the number of simple commands examined, including the
+	// candidates tried while unwrapping wrappers with ambiguous options.
+	maxSteps = 20000
+	// maxParsed bounds the bytes parsed in total, nested code included, so
+	// that wrapper chains around a large bash -c string stay cheap.
+	maxParsed = 4 * maxInput
+	// maxNameLen is how much of a user-supplied name a reason may quote.
+	maxNameLen = 40
+)
+
+// Check parses command as bash and decides whether it may run. It has no
+// side effects and is safe for concurrent use.
+func Check(command string) (d Decision) {
+	defer func() {
+		// The gate is fail-closed even against its own bugs.
+		if recover() != nil {
+			d = Decision{Reason: "internal error while analysing the command"}
+		}
+	}()
+	return decide(command)
+}
+
+// decide is Check without the panic guard, so that fuzzing sees panics.
+func decide(command string) Decision {
+	if len(command) > maxInput {
+		return Decision{Reason: "command too long to analyse"}
+	}
+	c := &checker{budget: &budget{steps: maxSteps, bytes: maxParsed}}
+	if r := c.script(command); r != "" {
+		return Decision{Reason: r}
+	}
+	return Decision{Allowed: true}
+}
+
+// checker walks one parsed script. Nested scripts (bash -c '…', eval, here-
+// documents fed to a shell) get a child checker sharing the budget.
+type checker struct {
+	depth   int
+	budget  *budget
+	piped   map[*syntax.Stmt]bool // statements whose stdin is a pipe
+	sawProc bool                  // some earlier word mentioned "proc" (cd /proc/self; cat environ)
+	reason  string
+	// arithDone holds arithmetic nodes already scanned as part of an
+	// enclosing one, so nesting costs linear rather than quadratic time.
+	arithDone map[syntax.Node]bool
+}
+
+// budget is the work one Check may still do; running out blocks.
+type budget struct {
+	steps int // simple commands
+	bytes int // source bytes parsed
+}
+
+func (c *checker) script(src string) string {
+	if c.depth > maxDepth {
+		return "inline code nested too deeply"
+	}
+	if c.budget.bytes -= len(src); c.budget.bytes < 0 {
+		return "command too complex to analyse"
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	if err != nil {
+		if c.depth > 0 {
+			return "unparsable inline shell code"
+		}
+		return "unparsable command: " + clip(err.Error(), 80)
+	}
+	return c.file(f)
+}
+
+// nested gates a string that a shell will run as code.
+func (c *checker) nested(src string) string {
+	child := &checker{depth: c.depth + 1, budget: c.budget, sawProc: c.sawProc}
+	return child.script(src)
+}
+
+func (c *checker) file(f *syntax.File) string {
+	if r := forkBomb(f); r != "" {
+		return r
+	}
+	c.piped = map[*syntax.Stmt]bool{}
+	c.arithDone = map[syntax.Node]bool{}
+	syntax.Walk(f, c.visit)
+	return c.reason
+}
+
+// visit is called for every node of the tree, in source order, including
+// the insides of subshells, blocks, functions, loops, command and process
+// substitutions, here-documents and arithmetic.
+func (c *checker) visit(n syntax.Node) bool {
+	if c.reason != "" {
+		return false
+	}
+	var r string
+	switch n := n.(type) {
+	case *syntax.Stmt:
+		if call, ok := n.Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 {
+			r = c.gateCall(callCtx{args: resolveAll(call.Args), redirs: n.Redirs, piped: c.piped[n]})
+		}
+	case *syntax.BinaryCmd:
+		if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
+			c.piped[leftmost(n.Y)] = true
+		}
+	case *syntax.Word:
+		r = c.word(n)
+	case *syntax.Redirect:
+		r = c.redirect(n)
+	case *syntax.ParamExp:
+		switch {
+		case n.Excl || n.Names != 0:
+			r = "variable indirection ${!…} can dump the environment"
+		case n.Exp != nil && n.Exp.Op == syntax.OtherParamOps && n.Exp.Word != nil &&
+			strings.Contains(resolve(n.Exp.Word).pat, "P"):
+			// ${x@P} expands x as a prompt, running any $(…) it holds.
+			r = "prompt expansion ${x@P} runs command substitutions"
+		}
+	case *syntax.Assign:
+		r = c.assign(n)
+	case *syntax.DeclClause:
+		r = c.decl(n)
+	case *syntax.ArithmCmd, *syntax.ArithmExp, *syntax.LetClause, *syntax.CStyleLoop, *syntax.TestClause:
+		if !c.arithDone[n] {
+			r = c.arithmSubst(n)
+		}
+	}
+	if r != "" {
+		c.reason = r
+		return false
+	}
+	return true
+}
+
+// leftmost finds the statement that actually receives a pipe's input.
+func leftmost(s *syntax.Stmt) *syntax.Stmt {
+	for {
+		b, ok := s.Cmd.(*syntax.BinaryCmd)
+		if !ok || (b.Op != syntax.Pipe && b.Op != syntax.PipeAll) {
+			return s
+		}
+		s = b.X
+	}
+}
+
+// word applies the rules that hold for a word wherever it appears.
+func (c *checker) word(w *syntax.Word) string {
+	a := resolve(w)
+	if strings.Contains(a.pat, "proc") {
+		c.sawProc = true
+	}
+	if environPath(a.pat, c.sawProc) {
+		return "read of /proc/*/environ"
+	}
+	if devNet(a.pat, false) {
+		return "network access via /dev/tcp or /dev/udp"
+	}
+	return ""
+}
+
+// environPath reports whether a word could name /proc/<pid>/environ (or a
+// task's environ), however it is spelled: /proc/self/environ, /proc/$PPID/environ,
+// /proc/*/environ, "/proc/$$/env"* …
+func environPath(pat string, sawProc bool) bool {
+	if i := strings.LastIndex(pat, "/proc/"); i >= 0 {
+		rest := pat[i+len("/proc/"):]
+		for _, s := range []string{"1/environ", "self/environ", "1/task/1/environ"} {
+			if match(rest, s) {
+				return true
+			}
+		}
+	}
+	base := pat
+	if i := strings.LastIndexByte(pat, '/'); i >= 0 {
+		base = pat[i+1:]
+	}
+	if !hasLiteral(base, "") || !match(base, "environ") {
+		return false
+	}
+	return sawProc || strings.Contains(pat, "proc") || strings.HasPrefix(pat, string(anyStr))
+}
+
+// devNet reports whether a word could be one of bash's virtual network
+// files. In a redirection any wildcard after /dev/ counts.
+func devNet(pat string, redirect bool) bool {
+	if strings.Contains(pat, "/dev/tcp/") || strings.Contains(pat, "/dev/udp/") {
+		return true
+	}
+	if !redirect {
+		return false
+	}
+	if i := strings.Index(pat, "/dev/"); i >= 0 && isWild(pat[i:]) {
+		return true
+	}
+	return isWild(pat) && (strings.Contains(pat, "tcp/") || strings.Contains(pat, "udp/"))
+}
+
+func (c *checker) redirect(r *syntax.Redirect) string {
+	if r.Word == nil || r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc || r.Op == syntax.WordHdoc {
+		return ""
+	}
+	a := resolve(r.Word)
+	if devNet(a.pat, true) {
+		return "network access via /dev/tcp or /dev/udp"
+	}
+	switch r.Op {
+	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll,
+		syntax.RdrAllClob, syntax.AppAll, syntax.AppAllClob, syntax.RdrInOut:
+		return protectedWrite(a, "redirection")
+	case syntax.DplOut:
+		if a.lit && (isDigits(a.val) || a.val == "-") {
+			return ""
+		}
+		return protectedWrite(a, "redirection")
+	}
+	return ""
+}
+
+// assign checks variable assignments, wherever they appear.
+func (c *checker) assign(as *syntax.Assign) string {
+	if as.Name == nil {
+		return ""
+	}
+	var val arg
+	if as.Value != nil {
+		val = resolve(as.Value)
+	} else {
+		val = arg{lit: true}
+	}
+	return c.checkVar(as.Name.Value, val)
+}
+
+// checkVar applies the rules for assigning val to a variable named name.
+func (c *checker) checkVar(name string, val arg) string {
+	switch codeVars[name] {
+	case varBlock:
+		return fmt.Sprintf("assignment to %s can run code", clip(name, maxNameLen))
+	case varCommand:
+		if !val.lit {
+			return fmt.Sprintf("non-literal command in %s", clip(name, maxNameLen))
+		}
+		if r := c.nested(val.val); r != "" {
+			return r
+		}
+	case varPrompt:
+		if !val.lit || strings.ContainsAny(val.val, "`") || strings.Contains(val.val, "$(") {
+			return fmt.Sprintf("command substitution in %s", clip(name, maxNameLen))
+		}
+	}
+	// A stored "$(…)" runs later through eval, arithmetic or a prompt.
+	if val.lit && (strings.Contains(val.val, "$(") || strings.Contains(val.val, "`")) {
+		return "command substitution stored in a variable"
+	}
+	return ""
+}
+
+// decl handles declare/typeset/export/readonly/local/nameref.
+func (c *checker) decl(d *syntax.DeclClause) string {
+	var opts, names []string
+	for _, as := range d.Args {
+		switch {
+		case as.Name != nil:
+			names = append(names, as.Name.Value)
+		case as.Value != nil:
+			a := resolve(as.Value)
+			if !a.lit {
+				return fmt.Sprintf("non-literal %s argument", d.Variant.Value)
+			}
+			if subscriptSubst(a.val) {
+				return "command substitution in an array subscript"
+			}
+			if strings.HasPrefix(a.val, "-") || strings.HasPrefix(a.val, "+") {
+				opts = append(opts, a.val)
+			} else {
+				names = append(names, a.val)
+			}
+		}
+	}
+	return declRule(d.Variant.Value, opts, len(names) > 0)
+}
+
+// declRule blocks the declaration builtins when they would print variables
+// (and with them the environment) or create a nameref.
+func declRule(variant string, opts []string, hasNames bool) string {
+	if variant == "nameref" {
+		return "variable indirection via nameref"
+	}
+	onlyFuncs := true
+	for _, o := range opts {
+		if strings.HasPrefix(o, "-") && strings.Contains(o, "n") && variant != "export" {
+			return "variable indirection via declare -n"
+		}
+		if strings.Trim(o, "-+fF") != "" {
+			onlyFuncs = false
+		}
+	}
+	if hasNames || (len(opts) > 0 && onlyFuncs) {
+		return ""
+	}
+	if variant == "local" && len(opts) == 0 {
+		return ""
+	}
+	what := variant
+	if len(opts) > 0 {
+		what += " " + opts[0]
+	}
+	return fmt.Sprintf("environment dump (%s)", clip(what, maxNameLen))
+}
+
+// forkBomb blocks functions that call themselves, directly or through
+// each other: the shape of :(){ :|:& };: and its disguises.
+func forkBomb(f *syntax.File) string {
+	calls := map[string][]string{}
+	collectCalls(f, "", calls)
+	// Depth-first search for a cycle; state 1 = on the stack, 2 = done.
+	state := map[string]int{}
+	var cycle func(string) bool
+	cycle = func(fn string) bool {
+		switch state[fn] {
+		case 1:
+			return true
+		case 2:
+			return false
+		}
+		state[fn] = 1
+		for _, callee := range calls[fn] {
+			if _, isFunc := calls[callee]; isFunc && cycle(callee) {
+				return true
+			}
+		}
+		state[fn] = 2
+		return false
+	}
+	names := make([]string, 0, len(calls))
+	for fn := range calls {
+		names = append(names, fn)
+	}
+	sort.Strings(names) // deterministic reason
+	for _, fn := range names {
+		if cycle(fn) {
+			return fmt.Sprintf("fork bomb (recursive function %q)", clip(fn, maxNameLen))
+		}
+	}
+	return ""
+}
+
+// collectCalls records, for each function, the commands its body calls.
+// Each node is visited once, however deeply functions are nested.
+func collectCalls(n syntax.Node, fn string, calls map[string][]string) {
+	syntax.Walk(n, func(m syntax.Node) bool {
+		switch m := m.(type) {
+		case *syntax.FuncDecl:
+			if m.Name == nil {
+				return true
+			}
+			name := m.Name.Value
+			if _, ok := calls[name]; !ok {
+				calls[name] = nil
+			}
+			collectCalls(m.Body, name, calls)
+			return false
+		case *syntax.CallExpr:
+			if fn != "" && len(m.Args) > 0 {
+				if a := resolve(m.Args[0]); a.lit {
+					calls[fn] = append(calls[fn], a.val)
+				}
+			}
+		}
+		return true
+	})
+}
+
+// subscriptSubst reports a variable name whose array subscript holds a
+// command substitution: bash evaluates it wherever it takes a name
+// (read, printf -v, unset, [[ -v ]], let, arithmetic), running the command.
+func subscriptSubst(s string) bool {
+	return strings.Contains(s, "[") && (strings.Contains(s, "$(") || strings.Contains(s, "`"))
+}
+
+// arithmSubst blocks quoted "$(…)" inside arithmetic and [[ ]]: bash
+// evaluates array subscripts there, so let 'a[$(cmd)]' runs cmd.
+func (c *checker) arithmSubst(n syntax.Node) string {
+	r := ""
+	syntax.Walk(n, func(m syntax.Node) bool {
+		switch m.(type) {
+		case *syntax.ArithmCmd, *syntax.ArithmExp, *syntax.LetClause, *syntax.CStyleLoop, *syntax.TestClause:
+			c.arithDone[m] = true
+		}
+		if w, ok := m.(*syntax.Word); ok {
+			a := resolve(w)
+			if strings.Contains(a.val, "$(") || strings.Contains(a.val, "`") {
+				r = "command substitution inside arithmetic or [[ ]]"
+			}
+		}
+		return r == ""
+	})
+	return r
+}
+
+// clip shortens user-controlled text quoted in a reason.
+func clip(s string, n int) string {
+	s = strings.ToValidUTF8(s, "?")
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !isRuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// q quotes a name for a reason.
+func q(s string) string { return fmt.Sprintf("%q", clip(s, maxNameLen)) }
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,368 @@
+package shellgate
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Pattern sentinels. A word is reduced to a pattern in which the parts the
+// shell decides at run time are replaced by wildcards, so that a path rule
+// ("is this /proc/<pid>/environ?") can ask whether the word *could* expand to
+// a dangerous value instead of only whether it literally is one.
+const (
+	anyStr  = '\x00' // expansion ($x, $(…), {a,b}): any text, slashes included
+	anySeg  = '\x01' // unquoted *: any text without a slash
+	anyChar = '\x02' // unquoted ? or [...]: one character that is not a slash
+	ctlChar = '\x03' // stands in for a literal 0x00-0x02 byte so it is not mistaken for a sentinel
+)
+
+// arg is one shell word resolved as far as static analysis allows.
+type arg struct {
+	val       string // the word with quoting removed; exact only when lit is true
+	pat       string // val with run-time parts replaced by sentinels
+	lit       bool   // no expansion of any kind: val is what the program receives
+	glob      bool   // unquoted glob or brace characters: expands to several names
+	split     bool   // unquoted $x or $(…): may split into several words, e.g. "-rf /"
+	procSubst bool   // contains <(…) or >(…)
+}
+
+// isFlag reports whether the word is a literal option such as -x or --foo.
+func (a arg) isFlag() bool {
+	return a.lit && len(a.val) > 1 && a.val[0] == '-'
+}
+
+// litArg makes an arg for a literal string that did not come from the tree
+// (an option's attached value, a file name inside a sed script).
+func litArg(s string) arg {
+	var pat strings.Builder
+	writeQuoted(&pat, s)
+	return arg{val: s, pat: pat.String(), lit: true}
+}
+
+func isLetters(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !(s[i] >= 'a' && s[i] <= 'z' || s[i] >= 'A' && s[i] <= 'Z') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func resolveAll(words []*syntax.Word) []arg {
+	out := make([]arg, len(words))
+	for i, w := range words {
+		out[i] = resolve(w)
+	}
+	return out
+}
+
+// resolve computes the unquoted value of a word. Quoting tricks such as
+// "cu"'rl', "curl", c\url and $'\x63url' all resolve to "curl"; anything the
+// shell expands at run time makes the word non-literal.
+func resolve(w *syntax.Word) arg {
+	a := arg{lit: true}
+	var val, pat strings.Builder
+	for _, part := range w.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			unquotedLit(p.Value, &val, &pat, &a)
+		case *syntax.SglQuoted:
+			s := p.Value
+			if p.Dollar {
+				s = decodeANSIC(s)
+			}
+			val.WriteString(s)
+			writeQuoted(&pat, s)
+		case *syntax.DblQuoted:
+			for _, dp := range p.Parts {
+				if l, ok := dp.(*syntax.Lit); ok {
+					s := unescapeDouble(l.Value)
+					val.WriteString(s)
+					writeQuoted(&pat, s)
+					continue
+				}
+				// Inside double quotes an expansion never splits into words.
+				a.lit = false
+				pat.WriteByte(anyStr)
+			}
+		case *syntax.ParamExp, *syntax.CmdSubst:
+			a.lit, a.split = false, true
+			pat.WriteByte(anyStr)
+		case *syntax.ProcSubst:
+			a.lit, a.procSubst = false, true
+			pat.WriteByte(anyStr)
+		case *syntax.ExtGlob:
+			a.lit, a.glob = false, true
+			pat.WriteByte(anyStr)
+		default: // arithmetic expansion and anything newer
+			a.lit = false
+			pat.WriteByte(anyStr)
+		}
+	}
+	a.val, a.pat = val.String(), pat.String()
+	return a
+}
+
+// unquotedLit handles an unquoted literal part: backslash escapes are
+// removed, and glob and brace syntax becomes pattern wildcards.
+func unquotedLit(s string, val, pat *strings.Builder, a *arg) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' && i+1 < len(s):
+			i++
+			if s[i] == '\n' {
+				continue
+			}
+			val.WriteByte(s[i])
+			writeQuoted(pat, s[i:i+1])
+		case c == '*':
+			a.glob = true
+			val.WriteByte(c)
+			pat.WriteByte(anySeg)
+		case c == '?':
+			a.glob = true
+			val.WriteByte(c)
+			pat.WriteByte(anyChar)
+		case c == '[':
+			end := strings.IndexByte(s[i+1:], ']')
+			if end < 0 {
+				val.WriteByte(c)
+				pat.WriteByte(c)
+				continue
+			}
+			a.glob = true
+			val.WriteString(s[i : i+end+2])
+			pat.WriteByte(anyChar)
+			i += end + 1
+		case c == '{':
+			// A brace group may also span quoted parts ({a,"b"}), which a
+			// single literal cannot see; any unquoted brace is therefore
+			// treated as a possible expansion.
+			a.glob = true
+			val.WriteByte(c)
+			pat.WriteByte(anyStr)
+			if end := braceEnd(s, i); end > 0 {
+				val.WriteString(s[i+1 : end+1])
+				i = end
+			}
+		default:
+			val.WriteByte(c)
+			writeQuoted(pat, s[i:i+1])
+		}
+	}
+}
+
+// braceEnd returns the index of the '}' closing the group opened at s[open]
+// when the group is a real brace expansion (has a top-level comma or ".."),
+// or -1.
+func braceEnd(s string, open int) int {
+	depth := 0
+	expands := false
+	for i := open; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '{':
+			depth++
+		case '}':
+			depth--
+			if depth == 0 {
+				if expands {
+					return i
+				}
+				return -1
+			}
+		case ',':
+			if depth == 1 {
+				expands = true
+			}
+		case '.':
+			if depth == 1 && i+1 < len(s) && s[i+1] == '.' {
+				expands = true
+			}
+		}
+	}
+	return -1
+}
+
+func writeQuoted(pat *strings.Builder, s string) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ctlChar-1 {
+			c = ctlChar
+		}
+		pat.WriteByte(c)
+	}
+}
+
+// unescapeDouble removes the backslashes that are special inside double quotes.
+func unescapeDouble(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			switch s[i+1] {
+			case '$', '`', '"', '\\':
+				b.WriteByte(s[i+1])
+				i++
+				continue
+			case '\n':
+				i++
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// unescapeHeredoc removes the backslashes that are special in the body of a
+// here-document whose delimiter was not quoted.
+func unescapeHeredoc(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			switch s[i+1] {
+			case '$', '`', '\\':
+				b.WriteByte(s[i+1])
+				i++
+				continue
+			case '\n':
+				i++
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// decodeANSIC decodes the body of a $'…' string, so that $'\x63url' is seen
+// as the "curl" that bash will run.
+func decodeANSIC(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 >= len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		i++
+		switch c := s[i]; c {
+		case 'a':
+			b.WriteByte('\a')
+		case 'b':
+			b.WriteByte('\b')
+		case 'e', 'E':
+			b.WriteByte(0x1b)
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'v':
+			b.WriteByte('\v')
+		case 'c':
+			if i+1 < len(s) {
+				i++
+				b.WriteByte(s[i] & 0x1f)
+			}
+		case 'x', 'u', 'U':
+			max := 2
+			if c == 'u' {
+				max = 4
+			} else if c == 'U' {
+				max = 8
+			}
+			j := i + 1
+			for j < len(s) && j-i-1 < max && isHex(s[j]) {
+				j++
+			}
+			if j == i+1 {
+				b.WriteByte('\\')
+				b.WriteByte(c)
+				continue
+			}
+			n, _ := strconv.ParseUint(s[i+1:j], 16, 32)
+			if c == 'x' {
+				b.WriteByte(byte(n))
+			} else if utf8.ValidRune(rune(n)) {
+				b.WriteRune(rune(n))
+			}
+			i = j - 1
+		case '0', '1', '2', '3', '4', '5', '6', '7':
+			j := i
+			for j < len(s) && j-i < 3 && s[j] >= '0' && s[j] <= '7' {
+				j++
+			}
+			n, _ := strconv.ParseUint(s[i:j], 8, 16)
+			b.WriteByte(byte(n))
+			i = j - 1
+		default: // \\ \' \" \? and unknown escapes
+			if c != '\\' && c != '\'' && c != '"' && c != '?' {
+				b.WriteByte('\\')
+			}
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// match reports whether pattern pat (see the sentinels above) can match s.
+// Dynamic programming keeps it linear in len(pat)*len(s) whatever the input.
+func match(pat, s string) bool {
+	prev := make([]bool, len(s)+1)
+	cur := make([]bool, len(s)+1)
+	prev[0] = true
+	for i := 0; i < len(pat); i++ {
+		p := pat[i]
+		cur[0] = prev[0] && (p == anyStr || p == anySeg)
+		for j := 1; j <= len(s); j++ {
+			c := s[j-1]
+			switch p {
+			case anyStr:
+				cur[j] = prev[j] || cur[j-1]
+			case anySeg:
+				cur[j] = prev[j] || (c != '/' && cur[j-1])
+			case anyChar:
+				cur[j] = prev[j-1] && c != '/'
+			default:
+				cur[j] = prev[j-1] && c == p
+			}
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(s)]
+}
+
+// hasLiteral reports whether the pattern has at least one fixed character
+// other than the ones in except.
+func hasLiteral(pat, except string) bool {
+	for i := 0; i < len(pat); i++ {
+		c := pat[i]
+		if c > anyChar && !strings.ContainsRune(except, rune(c)) {
+			return true
+		}
+	}
+	return false
+}
+
+// isWild reports whether the pattern contains any wildcard sentinel.
+func isWild(pat string) bool {
+	return strings.ContainsAny(pat, "\x00\x01\x02")
+}
