@@ -1,0 +1,31 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestConfigCheck(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yml")
+	if err := os.WriteFile(bad, []byte("gateway:\n  mcp_http:\n    enabled: true\n    allow_send: true\n    agent_max_seconds: 900\n    orchestrators:\n      - nome: badgood\n        key_env: BADGOOD_MCP_KEY\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := run(t, testEnv(t), "config", "check", "--config", bad)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 1 || len(lines) != 4 || !strings.Contains(errOut, "4 problem(s)") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr: %s", code, out, errOut)
+	}
+	for i, want := range []string{"gateway.mcp_http.enabled:", "gateway.mcp_http.allow_send:", "gateway.mcp_http.agent_max_seconds:", "gateway.mcp_http.orchestrators[badgood].key_env: BADGOOD_MCP_KEY is not set"} {
+		if !strings.HasPrefix(lines[i], want) {
+			t.Errorf("line %d = %q, want prefix %q", i, lines[i], want)
+		}
+	}
+
+	out, _, code = run(t, testEnv(t, "GARRAIA_GATEWAY_API_KEY=k", "BADGOOD_MCP_KEY=t"), "config", "check", "--config", writeConfig(t, "ollama", "http://127.0.0.1:11434/v1"))
+	if code != 0 || !strings.HasPrefix(out, "config ok") {
+		t.Fatalf("exit %d out %q", code, out)
+	}
+}

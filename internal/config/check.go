@@ -1,0 +1,129 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+
+	"github.com/garraia/garra/internal/redact"
+)
+
+// OrchestratorTools is the closed set of tool names an orchestrator may list.
+var OrchestratorTools = []string{"status", "list_chats", "read_history", "pair_status", "send_message", "ask", "agent"}
+
+// Bounds of gateway.mcp_http.agent_max_seconds.
+const (
+	MinAgentMaxSeconds = 5
+	MaxAgentMaxSeconds = 600
+)
+
+// Problem is one thing wrong with a configuration, named by its key.
+type Problem struct {
+	Field   string
+	Message string
+}
+
+func (p Problem) String() string { return p.Field + ": " + p.Message }
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// Check lists every problem of c, in file order. getenv resolves the
+// variables the file names (keys are never in the file). A configuration
+// with problems may still boot (the gateway fails closed around them), but
+// `garra config check` exits 1 so that they are fixed.
+func (c *Config) Check(getenv func(string) string) []Problem {
+	var ps []Problem
+	add := func(field, format string, a ...any) {
+		ps = append(ps, Problem{Field: field, Message: fmt.Sprintf(format, a...)})
+	}
+
+	if _, err := c.ResolveProvider(c.LLM.Provider); err != nil {
+		add("llm.provider", "%v", err)
+	}
+	for name, a := range c.LLM.Aliases {
+		if !isKind(a.Provider) {
+			add("llm.aliases."+name+".provider", "%q is not one of ollama, anthropic, openai, openrouter", a.Provider)
+		}
+	}
+	if p := c.Execution.Profile; p != ProfileStandard && p != ProfileIsolatedPod {
+		add("execution.profile", "%q is not standard or isolated-pod", p)
+	}
+	if m := c.Agent.Sandbox.Mode; !slices.Contains([]string{"off", "all", "allowlist"}, m) {
+		add("agent.sandbox.mode", "%q is not off, all or allowlist", m)
+	}
+	if b := c.Agent.Sandbox.Backend; !slices.Contains([]string{"docker", "podman", "ssh"}, b) {
+		add("agent.sandbox.backend", "%q is not docker, podman or ssh", b)
+	}
+
+	g := c.Gateway
+	m := g.MCPHTTP
+	if m.Enabled && g.APIKey == "" {
+		add("gateway.mcp_http.enabled", "the bridge is enabled without a credential: set gateway.api_key or %s, or /mcp answers 404", EnvGatewayAPIKey)
+	}
+	if m.AllowSend && len(c.Channels.Telegram.ProactiveChatIDs) == 0 {
+		add("gateway.mcp_http.allow_send", "sending is enabled without an approved destination: list chats in channels.telegram.proactive_chat_ids, or every send is refused")
+	}
+	if m.AgentMaxSeconds < MinAgentMaxSeconds || m.AgentMaxSeconds > MaxAgentMaxSeconds {
+		add("gateway.mcp_http.agent_max_seconds", "%d is outside [%d, %d]", m.AgentMaxSeconds, MinAgentMaxSeconds, MaxAgentMaxSeconds)
+	}
+	if m.MaxHistoryMessages < 1 {
+		add("gateway.mcp_http.max_history_messages", "%d must be at least 1", m.MaxHistoryMessages)
+	}
+	if g.RateLimit.RequestsPerMinute < 1 {
+		add("gateway.rate_limit.requests_per_minute", "%d must be at least 1", g.RateLimit.RequestsPerMinute)
+	}
+	_, redactErrs := redact.New(m.RedactPatterns)
+	for _, err := range redactErrs {
+		add("gateway.mcp_http.redact_patterns", "%v (ignored)", err)
+	}
+	for i, id := range c.Channels.Telegram.ProactiveChatIDs {
+		if _, err := strconv.ParseInt(id, 10, 64); err != nil {
+			add(fmt.Sprintf("channels.telegram.proactive_chat_ids[%d]", i), "%q is not a Telegram chat id (a 64-bit integer)", id)
+		}
+	}
+
+	seen := map[string]bool{}
+	for i, o := range m.Orchestrators {
+		field := fmt.Sprintf("gateway.mcp_http.orchestrators[%d]", i)
+		if o.Name != "" {
+			field = "gateway.mcp_http.orchestrators[" + o.Name + "]"
+		}
+		switch {
+		case o.Name == "":
+			add(field+".name", "required")
+		case !dnsLabel.MatchString(o.Name) || len(o.Name) > 40:
+			add(field+".name", "%q must be a DNS label of at most 40 characters", o.Name)
+		case seen[o.Name]:
+			add(field+".name", "duplicate orchestrator %q", o.Name)
+		}
+		seen[o.Name] = true
+		switch {
+		case o.KeyEnv == "":
+			add(field+".key_env", "required: the environment variable holding this orchestrator's token")
+		case getenv(o.KeyEnv) == "":
+			add(field+".key_env", "%s is not set: this orchestrator is disabled", o.KeyEnv)
+		}
+		for _, t := range o.Tools {
+			if !slices.Contains(OrchestratorTools, t) {
+				add(field+".tools", "%q is not one of %v", t, OrchestratorTools)
+			}
+		}
+		if slices.Contains(o.Tools, "agent") && !m.AllowAgent {
+			add(field+".tools", "lists agent but gateway.mcp_http.allow_agent is false: every call gets agent_disabled")
+		}
+		if o.Sandbox != nil {
+			if u, err := url.Parse(o.Sandbox.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				add(field+".sandbox.url", "%q is not an http(s) URL", o.Sandbox.URL)
+			}
+			switch {
+			case o.Sandbox.TokenEnv == "":
+				add(field+".sandbox.token_env", "required with sandbox.url")
+			case getenv(o.Sandbox.TokenEnv) == "":
+				add(field+".sandbox.token_env", "%s is not set: agent tools for this orchestrator are refused", o.Sandbox.TokenEnv)
+			}
+		}
+	}
+	return ps
+}
