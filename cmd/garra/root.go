@@ -28,6 +28,7 @@ func newRootCommand(getenv func(string) string) *cobra.Command {
 	cmd.AddCommand(
 		newMCPServerCommand(o),
 		newAskCommand(o),
+		newGatewayCommand(o),
 		newConfigCommand(o),
 		newVersionCommand(),
 	)

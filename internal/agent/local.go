@@ -62,7 +62,7 @@ func (l *LocalRunner) RunAgent(ctx context.Context, c Call) (Envelope, error) {
 	if err != nil {
 		// Reported by the loop as the first model turn's provider_error,
 		// with the session id and envelope shape of any other failure.
-		provider = unavailableProvider{err}
+		provider = UnavailableProvider{Err: err}
 	}
 	r.Provider = provider
 	r.Executor = tools.NewLocal(tools.LocalOptions{
@@ -81,12 +81,12 @@ func (l *LocalRunner) RunAgent(ctx context.Context, c Call) (Envelope, error) {
 	}), nil
 }
 
-// unavailableProvider stands in for a provider that could not be built
+// UnavailableProvider stands in for a provider that could not be built
 // (no API key, bad base URL).
-type unavailableProvider struct{ err error }
+type UnavailableProvider struct{ Err error }
 
-func (u unavailableProvider) Kind() llm.Kind { return "" }
+func (u UnavailableProvider) Kind() llm.Kind { return "" }
 
-func (u unavailableProvider) Complete(context.Context, llm.Request) (*llm.Response, error) {
-	return nil, u.err
+func (u UnavailableProvider) Complete(context.Context, llm.Request) (*llm.Response, error) {
+	return nil, u.Err
 }

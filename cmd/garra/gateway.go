@@ -1,0 +1,37 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/garraia/garra/internal/gateway"
+	"github.com/garraia/garra/internal/redact"
+)
+
+func newGatewayCommand(o *rootOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "gateway",
+		Short: "Serve the HTTP MCP gateway (POST /mcp, /healthz, /readyz, /metrics)",
+		Long: `Serve the HTTP MCP gateway on gateway.listen.
+
+POST /mcp exists only with gateway.mcp_http.enabled and a credential
+(gateway.api_key or GARRAIA_GATEWAY_API_KEY). Orchestrators authenticate with
+the tokens held in the environment variables their key_env names.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, src, err := o.loadConfig()
+			if err != nil {
+				return err
+			}
+			red, _ := redact.New(cfg.Gateway.MCPHTTP.RedactPatterns)
+			log := newLogger(cmd.ErrOrStderr(), red)
+			log.Info("garra gateway starting", "version", version, "config", configLabel(src.Path))
+			g, err := gateway.New(gateway.Options{Config: cfg, Getenv: o.getenv, Logger: log, Version: version})
+			if err != nil {
+				return fmt.Errorf("gateway: %w", err)
+			}
+			return g.Run(cmd.Context(), nil)
+		},
+	}
+}

@@ -1,0 +1,63 @@
+package gateway
+
+import (
+	"sync"
+	"time"
+)
+
+// Budget is a sliding-window counter: at most Limit takes in any Window.
+// It is exact under concurrency (one mutex) and a refused take costs
+// nothing.
+type Budget struct {
+	mu     sync.Mutex
+	limit  int
+	window time.Duration
+	now    func() time.Time
+	taken  []time.Time // ascending
+}
+
+// NewBudget makes a budget of limit per window. A limit below 1 is raised
+// to 1, as the spec says of the per-minute budgets.
+func NewBudget(limit int, window time.Duration, now func() time.Time) *Budget {
+	if limit < 1 {
+		limit = 1
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Budget{limit: limit, window: window, now: now}
+}
+
+// Take consumes one unit if the window has room.
+func (b *Budget) Take() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.now()
+	b.expire(t)
+	if len(b.taken) >= b.limit {
+		return false
+	}
+	b.taken = append(b.taken, t)
+	return true
+}
+
+// Remaining is how many takes the window has room for now.
+func (b *Budget) Remaining() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.expire(b.now())
+	return b.limit - len(b.taken)
+}
+
+// Limit is the budget's size.
+func (b *Budget) Limit() int { return b.limit }
+
+func (b *Budget) expire(t time.Time) {
+	cut := 0
+	for cut < len(b.taken) && t.Sub(b.taken[cut]) >= b.window {
+		cut++
+	}
+	if cut > 0 {
+		b.taken = append(b.taken[:0], b.taken[cut:]...)
+	}
+}

@@ -1,0 +1,57 @@
+package gateway
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the gateway's Prometheus series, in a registry of their own
+// (no global state; tests build as many gateways as they like).
+type metrics struct {
+	registry *prometheus.Registry
+	calls    *prometheus.CounterVec
+	refusals *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+func newMetrics(budgets map[string]*Budget) *metrics {
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "garra_mcp_calls_total", Help: "MCP tool calls by tool and outcome (ok, error, refused, invalid_params).",
+		}, []string{"tool", "outcome"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "garra_mcp_refusals_total", Help: "Refused requests and tool calls by stable kind.",
+		}, []string{"kind"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "garra_mcp_call_duration_seconds", Help: "MCP tool call latency.",
+			Buckets: []float64{.001, .005, .025, .1, .5, 1, 5, 15, 60, 300, 600},
+		}, []string{"tool"}),
+	}
+	m.registry.MustRegister(m.calls, m.refusals, m.latency,
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	for name, b := range budgets {
+		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "garra_budget_remaining", Help: "Calls left in the current one-minute window of a shared budget.",
+			ConstLabels: prometheus.Labels{"budget": name},
+		}, func() float64 { return float64(b.Remaining()) }))
+	}
+	return m
+}
+
+func (m *metrics) observe(tool, outcome, kind string, d time.Duration) {
+	m.calls.WithLabelValues(tool, outcome).Inc()
+	m.latency.WithLabelValues(tool).Observe(d.Seconds())
+	if kind != "" && outcome == "refused" {
+		m.refusals.WithLabelValues(kind).Inc()
+	}
+}
+
+func (m *metrics) refused(kind string) { m.refusals.WithLabelValues(kind).Inc() }
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+}

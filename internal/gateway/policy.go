@@ -1,0 +1,175 @@
+package gateway
+
+import (
+	"slices"
+
+	"github.com/garraia/garra/internal/config"
+)
+
+// The seven tools of POST /mcp.
+const (
+	ToolStatus      = "garra_status"
+	ToolListChats   = "garra_list_chats"
+	ToolReadHistory = "garra_read_history"
+	ToolPairStatus  = "garra_pair_status"
+	ToolSendMessage = "garra_send_message"
+	ToolAsk         = "garra_ask"
+	ToolAgent       = "garra_agent"
+)
+
+// AllTools lists the seven tools in the order tools/list shows them.
+var AllTools = []string{ToolStatus, ToolListChats, ToolReadHistory, ToolPairStatus, ToolSendMessage, ToolAsk, ToolAgent}
+
+// toolByGrant maps an orchestrator's `tools` entry to the MCP tool.
+var toolByGrant = map[string]string{
+	"status": ToolStatus, "list_chats": ToolListChats, "read_history": ToolReadHistory,
+	"pair_status": ToolPairStatus, "send_message": ToolSendMessage, "ask": ToolAsk, "agent": ToolAgent,
+}
+
+// Stable refusal kinds (spec §4.2, §4.3, §5).
+const (
+	KindToolNotAllowed     = "tool_not_allowed"
+	KindSendDisabled       = "send_disabled"
+	KindNoAllowlist        = "no_allowlist"
+	KindTargetNotAllowed   = "target_not_allowed"
+	KindChannelUnsupported = "channel_unsupported"
+	KindRateLimited        = "rate_limited"
+	KindChannelOffline     = "channel_offline"
+	KindDeliveryFailed     = "delivery_failed"
+	KindAskDisabled        = "ask_disabled"
+	KindAgentDisabled      = "agent_disabled"
+	KindModelNotAllowed    = "model_not_allowed"
+	KindOverBudget         = "over_budget"
+	KindNotFound           = "not_found"
+	KindInvalidParams      = "invalid_params"
+	KindUnavailable        = "unavailable"
+)
+
+// Caller is who sent a request: the owner (the gateway key) or one
+// orchestrator.
+type Caller struct {
+	Name  string // "owner" or the orchestrator's name
+	Owner bool
+	// Grants are the MCP tool names the orchestrator's `tools` list names.
+	Grants []string
+	// Chats restricts which conversations the caller sees; empty = all.
+	Chats   []string
+	Sandbox *config.OrchestratorSandbox
+}
+
+// OwnerName is the audit name of the gateway key's holder.
+const OwnerName = "owner"
+
+// Switches is the operator configuration the policy reads.
+type Switches struct {
+	AllowSend        bool
+	SendDestinations int // len(channels.telegram.proactive_chat_ids)
+	AllowAsk         bool
+	AllowAgent       bool
+}
+
+// SwitchesFrom extracts the policy inputs from a config.
+func SwitchesFrom(c *config.Config) Switches {
+	return Switches{
+		AllowSend:        c.Gateway.MCPHTTP.AllowSend,
+		SendDestinations: len(c.Channels.Telegram.ProactiveChatIDs),
+		AllowAsk:         c.Gateway.MCPHTTP.AllowAsk,
+		AllowAgent:       c.Gateway.MCPHTTP.AllowAgent,
+	}
+}
+
+// switchedOn reports whether the operator turned a tool on at all. A send
+// switch with no approved destination can send nothing, so it is off.
+func (s Switches) switchedOn(tool string) bool {
+	switch tool {
+	case ToolSendMessage:
+		return s.AllowSend && s.SendDestinations > 0
+	case ToolAsk:
+		return s.AllowAsk
+	case ToolAgent:
+		return s.AllowAgent
+	}
+	return true
+}
+
+// granted reports whether the caller's identity may use the tool. The owner
+// has every tool except garra_agent, which belongs to orchestrators.
+func (c Caller) granted(tool string) bool {
+	if c.Owner {
+		return tool != ToolAgent
+	}
+	return slices.Contains(c.Grants, tool)
+}
+
+// Visible lists the tools c may call now: what tools/list shows it.
+func Visible(c Caller, s Switches) []string {
+	var out []string
+	for _, t := range AllTools {
+		if c.granted(t) && s.switchedOn(t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Refusal returns the stable kind refusing tool for c before any argument
+// is read, or "" when the call may proceed. The operator's switch is
+// checked before the caller's identity (spec §5.3), so a switched-off tool
+// reads the same to everyone.
+func Refusal(c Caller, s Switches, tool string) string {
+	switch tool {
+	case ToolSendMessage:
+		if !s.AllowSend {
+			return KindSendDisabled
+		}
+	case ToolAsk:
+		if !s.AllowAsk {
+			return KindAskDisabled
+		}
+	case ToolAgent:
+		if !s.AllowAgent {
+			return KindAgentDisabled
+		}
+	}
+	if !c.granted(tool) {
+		return KindToolNotAllowed
+	}
+	if tool == ToolSendMessage && s.SendDestinations == 0 {
+		return KindNoAllowlist
+	}
+	return ""
+}
+
+// ModelAllowed applies ask_allowed_models (shared by garra_ask and
+// garra_agent): empty means the project default model only.
+func ModelAllowed(allowed []string, model string) bool {
+	if len(allowed) == 0 {
+		return model == config.DefaultModel
+	}
+	return slices.Contains(allowed, model)
+}
+
+// SendTargetRefusal decides a garra_send_message destination after the
+// switches: channel, the operator's approved destinations, the caller's
+// chat scope. It never needs to echo the chat id.
+func SendTargetRefusal(c Caller, channel, chatID string, approved []string) string {
+	if channel != "telegram" {
+		return KindChannelUnsupported
+	}
+	if len(approved) == 0 {
+		return KindNoAllowlist
+	}
+	if !slices.Contains(approved, chatID) {
+		return KindTargetNotAllowed
+	}
+	if !ChatInScope(c, "telegram:"+chatID) {
+		return KindTargetNotAllowed
+	}
+	return ""
+}
+
+// ChatInScope reports whether the caller's `chats` list admits a
+// conversation id; an empty list admits all.
+func ChatInScope(c Caller, id string) bool {
+	return c.Owner || len(c.Chats) == 0 || slices.Contains(c.Chats, id)
+}

@@ -1,0 +1,207 @@
+package gateway
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestVisible(t *testing.T) {
+	owner := Caller{Name: OwnerName, Owner: true}
+	n8n := Caller{Name: "n8n", Grants: []string{ToolStatus, ToolAgent, ToolAsk, ToolSendMessage}}
+	tests := []struct {
+		name   string
+		caller Caller
+		sw     Switches
+		want   string
+	}{
+		{"owner, defaults", owner, Switches{}, "garra_status garra_list_chats garra_read_history garra_pair_status"},
+		{"owner, all on", owner, Switches{AllowSend: true, SendDestinations: 1, AllowAsk: true, AllowAgent: true},
+			"garra_status garra_list_chats garra_read_history garra_pair_status garra_send_message garra_ask"},
+		{"owner, send on without destinations", owner, Switches{AllowSend: true}, "garra_status garra_list_chats garra_read_history garra_pair_status"},
+		{"orchestrator, defaults", n8n, Switches{}, "garra_status"},
+		{"orchestrator, agent on", n8n, Switches{AllowAgent: true}, "garra_status garra_agent"},
+		{"orchestrator, all on", n8n, Switches{AllowSend: true, SendDestinations: 2, AllowAsk: true, AllowAgent: true}, "garra_status garra_send_message garra_ask garra_agent"},
+		{"orchestrator without grants", Caller{Name: "x"}, Switches{AllowAgent: true, AllowAsk: true}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := strings.Join(Visible(tt.caller, tt.sw), " "); got != tt.want {
+				t.Fatalf("Visible = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRefusal(t *testing.T) {
+	owner := Caller{Name: OwnerName, Owner: true}
+	agentOnly := Caller{Name: "badgood", Grants: []string{ToolStatus, ToolAgent}}
+	all := Switches{AllowSend: true, SendDestinations: 1, AllowAsk: true, AllowAgent: true}
+	tests := []struct {
+		name   string
+		caller Caller
+		sw     Switches
+		tool   string
+		want   string
+	}{
+		{"agent off comes first", agentOnly, Switches{}, ToolAgent, KindAgentDisabled},
+		{"agent off, even for a caller without it", Caller{Name: "x"}, Switches{}, ToolAgent, KindAgentDisabled},
+		{"agent on, not granted", Caller{Name: "x"}, all, ToolAgent, KindToolNotAllowed},
+		{"agent on, granted", agentOnly, all, ToolAgent, ""},
+		{"owner never has agent", owner, all, ToolAgent, KindToolNotAllowed},
+		{"ask off", owner, Switches{}, ToolAsk, KindAskDisabled},
+		{"ask on, owner", owner, all, ToolAsk, ""},
+		{"ask on, not granted", agentOnly, all, ToolAsk, KindToolNotAllowed},
+		{"send off", owner, Switches{}, ToolSendMessage, KindSendDisabled},
+		{"send on, no destinations", owner, Switches{AllowSend: true}, ToolSendMessage, KindNoAllowlist},
+		{"send on, not granted", agentOnly, all, ToolSendMessage, KindToolNotAllowed},
+		{"send on, owner", owner, all, ToolSendMessage, ""},
+		{"read tool not granted", agentOnly, all, ToolReadHistory, KindToolNotAllowed},
+		{"status granted", agentOnly, Switches{}, ToolStatus, ""},
+		{"owner reads", owner, Switches{}, ToolListChats, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Refusal(tt.caller, tt.sw, tt.tool); got != tt.want {
+				t.Fatalf("Refusal = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestModelAllowed(t *testing.T) {
+	tests := []struct {
+		allowed []string
+		model   string
+		want    bool
+	}{
+		{nil, "z-ai/glm-5.3-flash", true},
+		{nil, "openrouter/auto", false},
+		{[]string{"openrouter/auto"}, "openrouter/auto", true},
+		{[]string{"openrouter/auto"}, "z-ai/glm-5.3-flash", false}, // a list replaces the default
+	}
+	for _, tt := range tests {
+		if got := ModelAllowed(tt.allowed, tt.model); got != tt.want {
+			t.Errorf("ModelAllowed(%v, %q) = %v", tt.allowed, tt.model, got)
+		}
+	}
+}
+
+func TestSendTargetRefusal(t *testing.T) {
+	approved := []string{"123", "-100456"}
+	scoped := Caller{Name: "n8n", Chats: []string{"telegram:123"}}
+	tests := []struct {
+		caller  Caller
+		channel string
+		chat    string
+		want    string
+	}{
+		{Caller{Owner: true}, "telegram", "123", ""},
+		{Caller{Owner: true}, "telegram", "-100456", ""},
+		{Caller{Owner: true}, "telegram", "999", KindTargetNotAllowed},
+		{Caller{Owner: true}, "web", "123", KindChannelUnsupported},
+		{scoped, "telegram", "123", ""},
+		{scoped, "telegram", "-100456", KindTargetNotAllowed},
+	}
+	for _, tt := range tests {
+		if got := SendTargetRefusal(tt.caller, tt.channel, tt.chat, approved); got != tt.want {
+			t.Errorf("%s/%s: %q, want %q", tt.channel, tt.chat, got, tt.want)
+		}
+	}
+	if got := SendTargetRefusal(Caller{Owner: true}, "telegram", "123", nil); got != KindNoAllowlist {
+		t.Errorf("no approved destinations: %q", got)
+	}
+}
+
+func TestHostAllowed(t *testing.T) {
+	allowed := []string{"team-a-gateway", "team-a-gateway.agents.svc"}
+	for host, want := range map[string]bool{
+		"127.0.0.1:3888": true, "localhost:3888": true, "[::1]:3888": true, "127.0.0.2": true, "LOCALHOST": true,
+		"team-a-gateway:3888": true, "Team-A-Gateway.agents.svc.:3888": true,
+		"evil.example.com": false, "team-a-gateway.evil.com": false, "10.0.0.5:3888": false, "": false, "0.0.0.0:3888": false,
+	} {
+		if got := HostAllowed(host, allowed); got != want {
+			t.Errorf("HostAllowed(%q) = %v, want %v", host, got, want)
+		}
+	}
+}
+
+func TestAcceptsBoth(t *testing.T) {
+	for v, want := range map[string]bool{
+		"application/json, text/event-stream": true, "*/*": true, "text/event-stream;q=0.9, application/json": true,
+		"application/json": false, "text/event-stream": false, "": false, "text/html": false,
+	} {
+		if got := acceptsBoth([]string{v}); got != want {
+			t.Errorf("acceptsBoth(%q) = %v", v, got)
+		}
+	}
+}
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func TestBudgetSlidingWindow(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	b := NewBudget(2, time.Minute, clock.now)
+	if !b.Take() || !b.Take() || b.Take() {
+		t.Fatal("want exactly 2 takes")
+	}
+	clock.advance(30 * time.Second)
+	if b.Take() {
+		t.Fatal("window has not slid yet")
+	}
+	clock.advance(30 * time.Second)
+	if b.Remaining() != 2 || !b.Take() {
+		t.Fatal("window should have slid after 60s")
+	}
+	if NewBudget(0, time.Minute, clock.now).Limit() != 1 || NewBudget(-5, time.Minute, clock.now).Limit() != 1 {
+		t.Fatal("a limit below 1 must be raised to 1")
+	}
+}
+
+func TestBudgetExactUnderConcurrency(t *testing.T) {
+	b := NewBudget(7, time.Minute, nil)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	granted := 0
+	for range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if b.Take() {
+				mu.Lock()
+				granted++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if granted != 7 {
+		t.Fatalf("granted %d, want 7", granted)
+	}
+}
+
+func TestWorkspaceDir(t *testing.T) {
+	a, b := WorkspaceDir("/data", "badgood"), WorkspaceDir("/data", "n8n")
+	if a == b || !strings.HasPrefix(a, "/data/workspace/") || len(a) != len("/data/workspace/")+32 {
+		t.Fatalf("WorkspaceDir: %s %s", a, b)
+	}
+	if strings.Contains(a, "badgood") {
+		t.Fatal("the caller's name must not appear in the path")
+	}
+}

@@ -1,0 +1,73 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Input schemas of the seven tools, written out so that tools/list is
+// exactly what the decoders accept (a test checks they agree).
+var (
+	statusSchema    = json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)
+	pairSchema      = statusSchema
+	listChatsSchema = json.RawMessage(`{"type":"object","properties":{
+  "channel":{"type":"string","enum":["telegram","web"],"description":"Only conversations of this channel."}},
+  "additionalProperties":false}`)
+	sendSchema = json.RawMessage(`{"type":"object","properties":{
+  "channel":{"type":"string","enum":["telegram"],"default":"telegram","description":"The channel to send on. Only telegram has approved destinations."},
+  "chat_id":{"type":"string","maxLength":32,"description":"The destination chat id; it must be listed in the operator's proactive_chat_ids."},
+  "text":{"type":"string","maxLength":4096,"description":"The message text (Telegram's limit, 4096 characters)."}},
+  "required":["chat_id","text"],"additionalProperties":false}`)
+	askSchema = json.RawMessage(`{"type":"object","properties":{
+  "message":{"type":"string","maxLength":65536,"description":"The question. Max 64 KiB; trimmed; must not be empty."},
+  "provider":{"type":"string","enum":["ollama","anthropic","openai","openrouter"],"default":"openrouter","description":"LLM provider kind."},
+  "model":{"type":"string","default":"z-ai/glm-5.3-flash","description":"Model id; it must be allowed by the gateway's ask_allowed_models."},
+  "timeout_secs":{"type":"integer","minimum":1,"maximum":600,"default":60,"description":"Wall-clock limit, in seconds."},
+  "system_prompt":{"type":"string","maxLength":8192,"description":"Optional system prompt (max 8 KiB)."}},
+  "required":["message"],"additionalProperties":false}`)
+)
+
+// readHistorySchema bounds limit by max_history_messages.
+func readHistorySchema(maxHistory int) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{
+  "chat":{"type":"string","maxLength":256,"description":"A conversation handle: the chat field of a garra_list_chats row."},
+  "limit":{"type":"integer","minimum":1,"maximum":%d,"default":%d,"description":"How many of the most recent messages to return."}},
+  "required":["chat"],"additionalProperties":false}`, maxHistory, maxHistory))
+}
+
+// agentSchema bounds timeout_secs by agent_max_seconds: a caller may ask for
+// less, never more.
+func agentSchema(maxSeconds int) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{
+  "message":{"type":"string","maxLength":65536,"description":"The task for the agent. Max 64 KiB."},
+  "provider":{"type":"string","enum":["ollama","anthropic","openai","openrouter"],"default":"openrouter","description":"LLM provider kind."},
+  "model":{"type":"string","default":"z-ai/glm-5.3-flash","description":"Model id; it must be allowed by the gateway's ask_allowed_models."},
+  "timeout_secs":{"type":"integer","minimum":5,"maximum":%d,"default":%d,"description":"Wall-clock cap for the whole agent run, LLM and tools."},
+  "system_prompt":{"type":"string","maxLength":8192,"description":"Optional system prompt (max 8 KiB)."}},
+  "required":["message"],"additionalProperties":false}`, maxSeconds, maxSeconds))
+}
+
+type noArgs struct{}
+
+type listChatsArgs struct {
+	Channel *string `json:"channel"`
+}
+
+type readHistoryArgs struct {
+	Chat  *string `json:"chat"`
+	Limit *int    `json:"limit"`
+}
+
+type sendArgs struct {
+	Channel *string `json:"channel"`
+	ChatID  *string `json:"chat_id"`
+	Text    *string `json:"text"`
+}
+
+type askArgs struct {
+	Message      *string `json:"message"`
+	Provider     *string `json:"provider"`
+	Model        *string `json:"model"`
+	TimeoutSecs  *int    `json:"timeout_secs"`
+	SystemPrompt *string `json:"system_prompt"`
+}

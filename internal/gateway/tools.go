@@ -1,0 +1,366 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/garraia/garra/internal/agent"
+	"github.com/garraia/garra/internal/ask"
+	"github.com/garraia/garra/internal/chat"
+	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/llm"
+	"github.com/garraia/garra/internal/strictargs"
+)
+
+// toolDescriptors are the seven tools as tools/list shows them.
+func (g *Gateway) toolDescriptors() map[string]*mcp.Tool {
+	m := g.cfg.Gateway.MCPHTTP
+	return map[string]*mcp.Tool{
+		ToolStatus: {Name: ToolStatus, Title: "Gateway status", InputSchema: statusSchema,
+			Description: "Version, uptime, channels and how many conversations this Garra holds (garra.mcp.v1).",
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		ToolListChats: {Name: ToolListChats, Title: "List conversations", InputSchema: listChatsSchema,
+			Description: "Live conversations, newest first, optionally filtered by channel. Each row's chat field is the argument to garra_read_history (garra.mcp.v1).",
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		ToolReadHistory: {Name: ToolReadHistory, Title: "Read a conversation", InputSchema: readHistorySchema(m.MaxHistoryMessages),
+			Description: "The last N messages of one conversation, secrets redacted (garra.mcp.v1 with redacted: true).",
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		ToolPairStatus: {Name: ToolPairStatus, Title: "Pairing status", InputSchema: pairSchema,
+			Description: "Channel pairing and allowlist state, without pairing codes (garra.mcp.v1).",
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		ToolSendMessage: {Name: ToolSendMessage, Title: "Send a message", InputSchema: sendSchema,
+			Description: "Send a message on Telegram to a destination the operator approved in advance. Shares one budget of 5 sends per minute across the gateway (garra.mcp.v1).",
+			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}},
+		ToolAsk: {Name: ToolAsk, Title: "Ask the LLM", InputSchema: askSchema,
+			Description: "Ask this Garra's LLM one question; spends the owner's provider key within a per-minute budget (garra.ask.v1).",
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(true)}},
+		ToolAgent: {Name: ToolAgent, Title: "Delegate a task to the agent", InputSchema: agentSchema(m.AgentMaxSeconds),
+			Description: "Run a task with the Garra agent and its tools in this caller's own workspace; returns the answer and a summary of every tool used (garra.agent.v1).",
+			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(true)}},
+	}
+}
+
+// newMCPServer builds the server a caller talks to: all seven tools are
+// registered (a hidden tool called by name is refused with its stable kind,
+// never "unknown"), and tools/list is filtered to what the caller may call.
+func (g *Gateway) newMCPServer(c Caller) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "garra-gateway", Version: g.version}, &mcp.ServerOptions{
+		Instructions: "Garra gateway: tools/list shows exactly the tools this caller may use.",
+		Logger:       g.log,
+	})
+	descs := g.toolDescriptors()
+	handlers := map[string]func(context.Context, Caller, json.RawMessage) (*mcp.CallToolResult, callInfo, error){
+		ToolStatus: g.callStatus, ToolListChats: g.callListChats, ToolReadHistory: g.callReadHistory,
+		ToolPairStatus: g.callPairStatus, ToolSendMessage: g.callSend, ToolAsk: g.callAsk, ToolAgent: g.callAgent,
+	}
+	for _, name := range AllTools {
+		h := handlers[name]
+		s.AddTool(descs[name], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return g.dispatch(ctx, c, name, req.Params.Arguments, h)
+		})
+	}
+	visible := Visible(c, g.switches)
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if lt, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+				lt.Tools = slices.DeleteFunc(lt.Tools, func(t *mcp.Tool) bool { return !slices.Contains(visible, t.Name) })
+			}
+			return res, err
+		}
+	})
+	return s
+}
+
+// callInfo is what the audit line and metrics need from one call.
+type callInfo struct {
+	outcome  string // ok | error | refused | invalid_params
+	kind     string
+	provider string
+	model    string
+}
+
+// dispatch runs the pre-argument policy, the handler, and the audit line.
+func (g *Gateway) dispatch(ctx context.Context, c Caller, tool string, args json.RawMessage,
+	h func(context.Context, Caller, json.RawMessage) (*mcp.CallToolResult, callInfo, error)) (*mcp.CallToolResult, error) {
+	start := g.now()
+	var (
+		res  *mcp.CallToolResult
+		info callInfo
+		err  error
+	)
+	if kind := Refusal(c, g.switches, tool); kind != "" {
+		res, info = g.refuse(tool, kind)
+	} else {
+		res, info, err = h(ctx, c, args)
+		if err != nil {
+			info = callInfo{outcome: "invalid_params", kind: KindInvalidParams, provider: info.provider, model: info.model}
+		}
+	}
+	d := g.now().Sub(start)
+	g.metrics.observe(tool, info.outcome, info.kind, d)
+	g.log.Info("mcp call", "caller", c.Name, "tool", tool, "outcome", info.outcome, "error_kind", info.kind,
+		"provider", info.provider, "model", info.model, "latency_ms", d.Milliseconds())
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	return res, nil
+}
+
+// refuse answers a refused call in the envelope of its tool.
+func (g *Gateway) refuse(tool, kind string) (*mcp.CallToolResult, callInfo) {
+	info := callInfo{outcome: "refused", kind: kind}
+	switch tool {
+	case ToolAsk:
+		env := ask.Envelope{Error: &ask.Error{Kind: kind, Message: refusalMessage(kind)}}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: env.JSON()}}, IsError: true}, info
+	case ToolAgent:
+		env := agent.Envelope{ToolCalls: []agent.ToolCallSummary{}, Error: &ask.Error{Kind: kind, Message: refusalMessage(kind)}}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: env.JSON()}}, IsError: true}, info
+	}
+	return refusedResult(tool, kind), info
+}
+
+var okInfo = callInfo{outcome: "ok"}
+
+func (g *Gateway) callStatus(ctx context.Context, _ Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
+	if err := strictargs.Decode(raw, &noArgs{}); err != nil {
+		return nil, callInfo{}, err
+	}
+	convs, err := g.store.Conversations(ctx, "")
+	if err != nil {
+		g.log.Error("conversation store", "error", err)
+	}
+	channels := []map[string]any{}
+	for _, ch := range []string{chat.ChannelTelegram, chat.ChannelWeb} {
+		channels = append(channels, map[string]any{"name": ch, "online": ch == chat.ChannelWeb || g.sender.Online(ch)})
+	}
+	return okResult(ToolStatus, map[string]any{
+		"version":       g.version,
+		"uptime_secs":   int64(g.now().Sub(g.started).Seconds()),
+		"channels":      channels,
+		"conversations": len(convs),
+	}), okInfo, nil
+}
+
+func (g *Gateway) callListChats(ctx context.Context, c Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
+	var a listChatsArgs
+	if err := strictargs.Decode(raw, &a); err != nil {
+		return nil, callInfo{}, err
+	}
+	channel := deref(a.Channel)
+	if channel != "" && channel != chat.ChannelTelegram && channel != chat.ChannelWeb {
+		return nil, callInfo{}, errors.New("channel: must be telegram or web")
+	}
+	convs, err := g.store.Conversations(ctx, channel)
+	if err != nil {
+		g.log.Error("conversation store", "error", err)
+		res, info := g.refuse(ToolListChats, KindUnavailable)
+		return res, info, nil
+	}
+	rows := []chat.Conversation{}
+	for _, cv := range convs {
+		if ChatInScope(c, cv.ID) {
+			cv.Title = g.builtinRed.String(cv.Title)
+			rows = append(rows, cv)
+		}
+	}
+	return okResult(ToolListChats, map[string]any{"chats": rows}), okInfo, nil
+}
+
+func (g *Gateway) callReadHistory(ctx context.Context, c Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
+	var a readHistoryArgs
+	if err := strictargs.Decode(raw, &a); err != nil {
+		return nil, callInfo{}, err
+	}
+	max := g.cfg.Gateway.MCPHTTP.MaxHistoryMessages
+	if a.Chat == nil || *a.Chat == "" {
+		return nil, callInfo{}, errors.New("chat: required")
+	}
+	limit := max
+	if a.Limit != nil {
+		if *a.Limit < 1 || *a.Limit > max {
+			return nil, callInfo{}, fmt.Errorf("limit: must be in [1, %d]", max)
+		}
+		limit = *a.Limit
+	}
+	// Out of scope reads exactly like missing: no existence oracle.
+	if !ChatInScope(c, *a.Chat) {
+		res, info := g.refuse(ToolReadHistory, KindNotFound)
+		return res, info, nil
+	}
+	msgs, err := g.store.History(ctx, *a.Chat, limit)
+	if errors.Is(err, chat.ErrNotFound) {
+		res, info := g.refuse(ToolReadHistory, KindNotFound)
+		return res, info, nil
+	}
+	if err != nil {
+		g.log.Error("conversation store", "error", err)
+		res, info := g.refuse(ToolReadHistory, KindUnavailable)
+		return res, info, nil
+	}
+	for i := range msgs {
+		msgs[i].Text = g.builtinRed.String(msgs[i].Text)
+	}
+	if msgs == nil {
+		msgs = []chat.Message{}
+	}
+	return okResult(ToolReadHistory, map[string]any{"messages": msgs, "redacted": true}), okInfo, nil
+}
+
+func (g *Gateway) callPairStatus(ctx context.Context, _ Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
+	if err := strictargs.Decode(raw, &noArgs{}); err != nil {
+		return nil, callInfo{}, err
+	}
+	st, err := g.store.Pairing(ctx)
+	if err != nil {
+		g.log.Error("pairing store", "error", err)
+		res, info := g.refuse(ToolPairStatus, KindUnavailable)
+		return res, info, nil
+	}
+	if st == nil {
+		st = []chat.PairStatus{}
+	}
+	return okResult(ToolPairStatus, map[string]any{"channels": st}), okInfo, nil
+}
+
+func (g *Gateway) callSend(ctx context.Context, c Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
+	var a sendArgs
+	if err := strictargs.Decode(raw, &a); err != nil {
+		return nil, callInfo{}, err
+	}
+	channel := deref(a.Channel)
+	if channel == "" {
+		channel = chat.ChannelTelegram
+	}
+	switch {
+	case a.ChatID == nil || strings.TrimSpace(*a.ChatID) == "":
+		return nil, callInfo{}, errors.New("chat_id: required")
+	case a.Text == nil || strings.TrimSpace(*a.Text) == "":
+		return nil, callInfo{}, errors.New("text: required and not empty")
+	case len([]rune(*a.Text)) > 4096:
+		return nil, callInfo{}, errors.New("text: at most 4096 characters")
+	}
+	refuse := func(kind string) (*mcp.CallToolResult, callInfo, error) {
+		res, info := g.refuse(ToolSendMessage, kind)
+		return res, info, nil
+	}
+	if kind := SendTargetRefusal(c, channel, strings.TrimSpace(*a.ChatID), g.cfg.Channels.Telegram.ProactiveChatIDs); kind != "" {
+		return refuse(kind)
+	}
+	if !g.sender.Online(channel) {
+		return refuse(KindChannelOffline)
+	}
+	if !g.sendBudget.Take() {
+		return refuse(KindRateLimited)
+	}
+	if err := g.sender.Send(ctx, channel, strings.TrimSpace(*a.ChatID), g.red.String(*a.Text)); err != nil {
+		// The channel's own text stays in the log.
+		g.log.Warn("send failed", "caller", c.Name, "channel", channel, "error", err)
+		return refuse(KindDeliveryFailed)
+	}
+	return okResult(ToolSendMessage, map[string]any{"delivered": true, "channel": channel}), okInfo, nil
+}
+
+// commonLLMArgs validates what garra_ask and garra_agent share. Provider
+// aliases are not reachable through the bridge: only the four kinds.
+func (g *Gateway) commonLLMArgs(a askArgs) (ask.Request, error) {
+	if a.Message == nil {
+		return ask.Request{}, errors.New("message: required")
+	}
+	req := ask.Request{Message: *a.Message, Provider: deref(a.Provider), Model: deref(a.Model), SystemPrompt: deref(a.SystemPrompt)}
+	if a.Provider != nil {
+		if _, err := llm.ParseKind(*a.Provider); err != nil {
+			return req, fmt.Errorf("provider: %q is not one of ollama, anthropic, openai, openrouter", *a.Provider)
+		}
+	}
+	if a.Model != nil && *a.Model == "" {
+		return req, errors.New("model: must not be empty")
+	}
+	return g.askCore.Normalize(req)
+}
+
+func (g *Gateway) callAsk(ctx context.Context, _ Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
+	var a askArgs
+	if err := strictargs.Decode(raw, &a); err != nil {
+		return nil, callInfo{}, err
+	}
+	if a.TimeoutSecs != nil && (*a.TimeoutSecs < ask.MinTimeoutSecs || *a.TimeoutSecs > ask.MaxTimeoutSecs) {
+		return nil, callInfo{}, fmt.Errorf("timeout_secs: must be in [%d, %d]", ask.MinTimeoutSecs, ask.MaxTimeoutSecs)
+	}
+	req, err := g.commonLLMArgs(a)
+	if err != nil {
+		return nil, callInfo{}, err
+	}
+	if a.TimeoutSecs != nil {
+		req.TimeoutSecs = *a.TimeoutSecs
+	}
+	if !ModelAllowed(g.cfg.Gateway.MCPHTTP.AskAllowedModels, req.Model) {
+		res, info := g.refuse(ToolAsk, KindModelNotAllowed)
+		return res, info, nil
+	}
+	if !g.askBudget.Take() {
+		res, info := g.refuse(ToolAsk, KindOverBudget)
+		return res, info, nil
+	}
+	env := g.askCore.Ask(ctx, req)
+	info := callInfo{outcome: "ok", provider: req.Provider, model: req.Model}
+	if !env.OK {
+		// The error path gets the operator's patterns on top of the built-ins.
+		env.Error.Message = g.red.String(env.Error.Message)
+		info.outcome, info.kind = "error", env.Error.Kind
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: env.JSON()}}, IsError: !env.OK}, info, nil
+}
+
+func (g *Gateway) callAgent(ctx context.Context, c Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
+	var a askArgs
+	if err := strictargs.Decode(raw, &a); err != nil {
+		return nil, callInfo{}, err
+	}
+	maxSecs := g.cfg.Gateway.MCPHTTP.AgentMaxSeconds
+	timeout := maxSecs
+	if a.TimeoutSecs != nil {
+		if *a.TimeoutSecs < config.MinAgentMaxSeconds || *a.TimeoutSecs > maxSecs {
+			return nil, callInfo{}, fmt.Errorf("timeout_secs: must be in [%d, %d] (agent_max_seconds)", config.MinAgentMaxSeconds, maxSecs)
+		}
+		timeout = *a.TimeoutSecs
+	}
+	a.TimeoutSecs = nil
+	req, err := g.commonLLMArgs(a)
+	if err != nil {
+		return nil, callInfo{}, err
+	}
+	if !ModelAllowed(g.cfg.Gateway.MCPHTTP.AskAllowedModels, req.Model) {
+		res, info := g.refuse(ToolAgent, KindModelNotAllowed)
+		return res, info, nil
+	}
+	if !g.agentBudget.Take() {
+		res, info := g.refuse(ToolAgent, KindOverBudget)
+		return res, info, nil
+	}
+	env := g.runAgent(ctx, c, req, time.Duration(timeout)*time.Second)
+	info := callInfo{outcome: "ok", provider: req.Provider, model: req.Model}
+	if !env.OK {
+		info.outcome, info.kind = "error", env.Error.Kind
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: env.JSON()}}, IsError: !env.OK}, info, nil
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,170 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// writeJSONError writes the gateway's standard error body.
+func writeJSONError(w http.ResponseWriter, status int, code, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": code, "message": message})
+}
+
+// requireBearer is the api-key gate of /mcp and /api/*: 401 with the
+// standard body on a missing or wrong bearer; the caller goes into the
+// request context.
+func requireBearer(creds []credential, onRefuse func(kind string), next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok {
+			onRefuse("unauthorized")
+			w.Header().Set("WWW-Authenticate", `Bearer realm="garra"`)
+			writeJSONError(w, http.StatusUnauthorized, "unauthorized", "missing bearer token")
+			return
+		}
+		caller, ok := authenticate(creds, strings.TrimSpace(token))
+		if !ok {
+			onRefuse("unauthorized")
+			w.Header().Set("WWW-Authenticate", `Bearer realm="garra", error="invalid_token"`)
+			writeJSONError(w, http.StatusUnauthorized, "unauthorized", "invalid bearer token")
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(withCaller(r.Context(), caller)))
+	})
+}
+
+// hostGuard is the anti-DNS-rebinding check: the Host must be a loopback
+// authority or one of gateway.allowed_hosts (in-cluster, the Service
+// names). It applies whatever interface the request arrived on.
+func hostGuard(allowed []string, onRefuse func(kind string), next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !HostAllowed(r.Host, allowed) {
+			onRefuse("host_not_allowed")
+			writeJSONError(w, http.StatusForbidden, "forbidden", "invalid Host header")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// HostAllowed reports whether a Host header value is a loopback authority
+// or, without its port, one of allowed (case-insensitive).
+func HostAllowed(host string, allowed []string) bool {
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	name = strings.ToLower(strings.TrimSuffix(strings.Trim(name, "[]"), "."))
+	if name == "localhost" {
+		return true
+	}
+	if ip := net.ParseIP(name); ip != nil && ip.IsLoopback() {
+		return true
+	}
+	return name != "" && slices.ContainsFunc(allowed, func(a string) bool { return strings.EqualFold(strings.TrimSuffix(a, "."), name) })
+}
+
+// originGuard refuses cross-origin browser requests (a page that fires a
+// POST at the loopback gateway). MCP clients send no Origin and pass.
+func originGuard(onRefuse func(kind string), next http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		onRefuse("origin_refused")
+		writeJSONError(w, http.StatusForbidden, "forbidden", "cross-origin request refused")
+	}))
+	return cop.Handler(next)
+}
+
+// acceptGuard enforces the Streamable HTTP rule that a POST accepts both
+// application/json and text/event-stream, with 406 as the spec says (the
+// SDK alone would answer 400).
+func acceptGuard(onRefuse func(kind string), next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && !acceptsBoth(r.Header.Values("Accept")) {
+			onRefuse("not_acceptable")
+			writeJSONError(w, http.StatusNotAcceptable, "not_acceptable", "Accept must list both application/json and text/event-stream")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func acceptsBoth(values []string) bool {
+	var jsonOK, sseOK bool
+	for _, v := range values {
+		for _, part := range strings.Split(v, ",") {
+			mt, _, _ := strings.Cut(strings.TrimSpace(part), ";")
+			switch strings.ToLower(strings.TrimSpace(mt)) {
+			case "*/*":
+				jsonOK, sseOK = true, true
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				sseOK = true
+			}
+		}
+	}
+	return jsonOK && sseOK
+}
+
+// RateLimiter is a per-IP sliding-window limit.
+type RateLimiter struct {
+	mu      sync.Mutex
+	limit   int
+	window  time.Duration
+	now     func() time.Time
+	budgets map[string]*Budget
+	lastGC  time.Time
+}
+
+// NewRateLimiter allows limit requests per window from each client IP.
+func NewRateLimiter(limit int, window time.Duration, now func() time.Time) *RateLimiter {
+	if now == nil {
+		now = time.Now
+	}
+	return &RateLimiter{limit: limit, window: window, now: now, budgets: map[string]*Budget{}}
+}
+
+// Allow takes one request from ip's budget.
+func (l *RateLimiter) Allow(ip string) bool {
+	l.mu.Lock()
+	b, ok := l.budgets[ip]
+	if !ok {
+		b = NewBudget(l.limit, l.window, l.now)
+		l.budgets[ip] = b
+	}
+	if t := l.now(); t.Sub(l.lastGC) > l.window {
+		// Forget idle clients so the map cannot grow without bound.
+		for k, v := range l.budgets {
+			if k != ip && v.Remaining() == v.Limit() {
+				delete(l.budgets, k)
+			}
+		}
+		l.lastGC = t
+	}
+	l.mu.Unlock()
+	return b.Take()
+}
+
+func (l *RateLimiter) middleware(onRefuse func(kind string), next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ip, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil {
+			ip = r.RemoteAddr
+		}
+		if !l.Allow(ip) {
+			onRefuse("rate_limited")
+			w.Header().Set("Retry-After", "60")
+			writeJSONError(w, http.StatusTooManyRequests, "rate_limited", "too many requests")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
