@@ -29,6 +29,7 @@ func newRootCommand(getenv func(string) string) *cobra.Command {
 		newMCPServerCommand(o),
 		newAskCommand(o),
 		newGatewayCommand(o),
+		newSandboxCommand(o),
 		newConfigCommand(o),
 		newVersionCommand(),
 	)

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+
+	"github.com/spf13/cobra"
+
+	"github.com/garraia/garra/internal/redact"
+	"github.com/garraia/garra/internal/sandbox"
+)
+
+func newSandboxCommand(o *rootOptions) *cobra.Command {
+	var workspace, listen string
+	cmd := &cobra.Command{
+		Use:   "sandbox",
+		Short: "Serve the agent's tools on one workspace over MCP HTTP (runs in an orchestrator's pod)",
+		Long: `Serve bash, file_read, file_write, git_diff and web_fetch on one workspace
+directory as an MCP server over Streamable HTTP (stateless, JSON responses).
+
+This is the per-orchestrator tool runtime: it runs in the orchestrator's own
+pod, which is the security boundary (no LLM key, only its own workspace
+volume). bash runs on the pod, behind the shell gate. The gateway calls it.
+
+Endpoints:
+  POST /mcp     MCP; every request needs "Authorization: Bearer $GARRA_SANDBOX_TOKEN"
+  GET  /healthz 200 while the process serves
+  GET  /readyz  200 while the workspace is present and a directory
+
+Environment:
+  GARRA_SANDBOX_TOKEN  the bearer token (required; at least 16 characters)
+
+Logs go to stderr, redacted; the first line names the bound address
+(msg="garra sandbox listening" addr=HOST:PORT). SIGTERM or SIGINT stops
+accepting and lets in-flight calls finish for up to 25 s.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			token := o.getenv(sandbox.TokenEnv)
+			// The built-in rules plus the token itself, belt and braces:
+			// nothing logs it.
+			var extra []string
+			if token != "" {
+				extra = append(extra, regexp.QuoteMeta(token))
+			}
+			red, _ := redact.New(extra)
+			log := newLogger(cmd.ErrOrStderr(), red)
+			srv, err := sandbox.New(sandbox.Options{
+				Workspace: workspace,
+				Token:     token,
+				Logger:    log,
+				Version:   version,
+			})
+			if err != nil {
+				if errors.Is(err, sandbox.ErrNoToken) || errors.Is(err, sandbox.ErrWeakToken) || errors.Is(err, sandbox.ErrWorkspace) {
+					return usageError("sandbox: %v", err)
+				}
+				return fmt.Errorf("sandbox: %w", err)
+			}
+			defer func() { _ = srv.Close() }()
+			log.Info("garra sandbox starting", "version", version, "pid", os.Getpid())
+			return srv.Run(cmd.Context(), listen)
+		},
+	}
+	cmd.Flags().StringVar(&workspace, "workspace", "/workspace", "the workspace directory the tools work on (must exist; not a symlink)")
+	cmd.Flags().StringVar(&listen, "listen", ":8080", "address to listen on (host:port; port 0 picks a free one)")
+	return cmd
+}

@@ -1,0 +1,515 @@
+// Package sandbox is the per-orchestrator tool runtime behind
+// `garra sandbox`: an MCP server over Streamable HTTP whose tools are the
+// agent's hands (bash, file_read, file_write, git_diff, web_fetch) working
+// on one workspace directory.
+//
+// It runs in the orchestrator's own pod. The pod is the security boundary:
+// it holds no LLM provider key, sees only its own workspace volume, and the
+// gateway (which runs the agent loop) reaches it over the cluster network
+// with a bearer token. web_search is not offered: the Brave key stays in the
+// gateway.
+//
+// # Wire
+//
+//   - POST /mcp: MCP Streamable HTTP, stateless, JSON responses (go-sdk
+//     StreamableHTTPHandler with Stateless and JSONResponse). Every request
+//     to /mcp, whatever the method, needs "Authorization: Bearer TOKEN";
+//     without it or with a wrong token the answer is 401 before the MCP
+//     layer sees the request. The token is compared in constant time (both
+//     sides are hashed to a fixed length first, so the comparison leaks
+//     neither content nor length).
+//   - GET /healthz: 200 while the process serves HTTP. No auth.
+//   - GET /readyz: 200 while the workspace is still the directory the
+//     server started on (present, a directory, not a symlink, same inode);
+//     503 otherwise. No auth.
+//
+// # Tools
+//
+// Each MCP tool is one tools.Local tool with the same name, description and
+// input schema, sent out byte for byte (tools are registered with the
+// low-level Server.AddTool, so the SDK neither re-validates arguments nor
+// rewrites the schema; tools.Local validates strictly itself). A call
+// returns one TextContent with the tool's output and IsError from its
+// Result. bash runs on the pod (tools.HostRunner with the workspace as its
+// directory); the shell gate (internal/shellgate) still applies inside the
+// tool. file_read and file_write are confined to the workspace by a jail.
+//
+// # Host header check
+//
+// The go-sdk handler refuses (403) a request whose connection arrived on a
+// loopback address with a Host header that is not loopback (DNS-rebinding
+// protection). In the cluster the gateway connects to the pod IP through
+// the Service name, so the local address is not loopback and the check does
+// not apply; through `kubectl port-forward` or a local run the client uses
+// localhost/127.0.0.1 and passes it. It is left enabled on purpose: the
+// bearer token, not the Host header, is what admits a caller.
+//
+// # Cancellation
+//
+// A call ends when its HTTP request does (the gateway's deadline, a
+// dropped connection), whatever protocol version the client negotiated;
+// bash's process group is killed with it. The go-sdk does this itself
+// only for protocol 2026-07-28 (PropagateRequestCancellation); for older
+// versions a small middleware hands the request's context to the tool
+// handler. On shutdown (Run/Serve) in-flight calls get a grace period.
+//
+// # Logs
+//
+// One line per tool call: tool, outcome (ok, tool_error, error),
+// duration_ms. Arguments and outputs are never logged. The go-sdk's own
+// logging is limited to warnings and errors.
+package sandbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/garraia/garra/internal/jail"
+	"github.com/garraia/garra/internal/tools"
+)
+
+// TokenEnv is the environment variable the sandbox reads its bearer token
+// from (the operator fills it from the orchestrator's Secret).
+const TokenEnv = "GARRA_SANDBOX_TOKEN"
+
+// MinTokenLen is the shortest token the server accepts. The operator
+// generates 32 random bytes (43 base64url characters); anything shorter
+// than this is a misconfiguration, not a secret.
+const MinTokenLen = 16
+
+// DefaultShutdownTimeout is how long Run lets in-flight calls finish after
+// its context ends before it closes their connections (which cancels them
+// and kills their bash process groups). It stays under Kubernetes' default
+// 30 s termination grace period.
+const DefaultShutdownTimeout = 25 * time.Second
+
+// maxRequestBodyBytes caps one POST /mcp body: file_write accepts 8 MiB of
+// content, which JSON escaping can inflate; the go-sdk default (4 MiB)
+// would refuse legitimate writes.
+const maxRequestBodyBytes = 25 << 20
+
+// ServerName is the MCP implementation name the sandbox reports.
+const ServerName = "garra-sandbox"
+
+// Errors New returns (wrapped with detail), for callers that branch.
+var (
+	// ErrNoToken: the token is empty.
+	ErrNoToken = errors.New(TokenEnv + " is not set: the sandbox refuses to start without a bearer token")
+	// ErrWeakToken: the token is too short or contains whitespace or
+	// control characters (it could not be sent as a bearer token anyway).
+	ErrWeakToken = fmt.Errorf("%s must be at least %d characters with no whitespace or control characters", TokenEnv, MinTokenLen)
+	// ErrWorkspace: the workspace is missing, not a directory, or a symlink.
+	ErrWorkspace = errors.New("unusable workspace")
+)
+
+// Options configures a Server.
+type Options struct {
+	// Workspace is the directory the tools work on: it must exist, be a
+	// directory and not be a symlink itself (its parents may be).
+	Workspace string
+	// Token is the bearer token every /mcp request must carry; required.
+	Token string
+	// Logger receives startup, shutdown and per-call lines; nil discards.
+	// Pass one that redacts (cmd/garra does).
+	Logger *slog.Logger
+	// Version is reported in the MCP implementation info ("dev" if empty).
+	Version string
+	// HTTPClient is web_fetch's client; nil uses the tools default.
+	HTTPClient *http.Client
+	// MaxOutputBytes caps each tool result (tools.DefaultMaxOutputBytes
+	// when not positive).
+	MaxOutputBytes int
+	// ShutdownTimeout overrides DefaultShutdownTimeout for Run.
+	ShutdownTimeout time.Duration
+}
+
+// Server is the sandbox: build it with New, serve Handler (or call Run),
+// and Close it when done.
+type Server struct {
+	workspace string      // absolute, symlinks resolved
+	wsInfo    os.FileInfo // the directory as it was at New, for readyz
+	tokenSum  [sha256.Size]byte
+	log       *slog.Logger
+	jail      *jail.Jail
+	local     *tools.Local
+	mcp       *mcp.Server
+	handler   http.Handler
+	shutdown  time.Duration
+
+	// reqCtx maps the id buildHandler puts in callIDHeader to the HTTP
+	// request's context (see bindRequest).
+	reqMu  sync.Mutex
+	reqCtx map[string]context.Context
+	reqSeq uint64
+}
+
+// callIDHeader carries, from our middleware to the tool handler, the id
+// of the HTTP request a call arrived on. Any value a client sends is
+// overwritten.
+const callIDHeader = "Garra-Sandbox-Request-Id"
+
+// New checks the options, opens the workspace and builds the MCP server.
+// It fails without a token and with a workspace that does not exist, is
+// not a directory or is a symlink.
+func New(o Options) (*Server, error) {
+	if err := checkToken(o.Token); err != nil {
+		return nil, err
+	}
+	ws, info, err := checkWorkspace(o.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	j := jail.New([]string{ws})
+	if roots := j.Roots(); len(roots) != 1 || roots[0] != ws {
+		_ = j.Close()
+		return nil, fmt.Errorf("%w: %s cannot be opened", ErrWorkspace, o.Workspace)
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		workspace: ws,
+		wsInfo:    info,
+		tokenSum:  sha256.Sum256([]byte(o.Token)),
+		log:       log,
+		jail:      j,
+		shutdown:  o.ShutdownTimeout,
+		reqCtx:    map[string]context.Context{},
+	}
+	if s.shutdown <= 0 {
+		s.shutdown = DefaultShutdownTimeout
+	}
+	s.local = tools.NewLocal(tools.LocalOptions{
+		Jail:           j,
+		WorkingDir:     ws,
+		Bash:           &tools.HostRunner{DefaultDir: ws, MaxOutputBytes: o.MaxOutputBytes},
+		HTTPClient:     o.HTTPClient,
+		MaxOutputBytes: o.MaxOutputBytes,
+		// No BraveAPIKey: web_search stays in the gateway.
+	})
+	version := o.Version
+	if version == "" {
+		version = "dev"
+	}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: version}, &mcp.ServerOptions{Logger: s.sdkLogger()})
+	list, err := s.local.Tools(context.Background())
+	if err != nil {
+		_ = j.Close()
+		return nil, err
+	}
+	for _, t := range list {
+		s.mcp.AddTool(&mcp.Tool{
+			Name:        t.Name,
+			Description: t.Description,
+			InputSchema: t.InputSchema, // json.RawMessage: sent unchanged
+		}, s.toolHandler(t.Name))
+	}
+	s.handler = s.buildHandler()
+	return s, nil
+}
+
+func checkToken(tok string) error {
+	if tok == "" {
+		return ErrNoToken
+	}
+	if len(tok) < MinTokenLen || strings.IndexFunc(tok, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+		return ErrWeakToken
+	}
+	return nil
+}
+
+// checkWorkspace returns the workspace as an absolute path with symlinks
+// in its parents resolved, and its FileInfo.
+func checkWorkspace(dir string) (string, os.FileInfo, error) {
+	if strings.TrimSpace(dir) == "" {
+		return "", nil, fmt.Errorf("%w: no workspace directory given", ErrWorkspace)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: %s: %v", ErrWorkspace, dir, err)
+	}
+	fi, err := os.Lstat(abs)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return "", nil, fmt.Errorf("%w: %s does not exist", ErrWorkspace, dir)
+	case err != nil:
+		return "", nil, fmt.Errorf("%w: %s: %v", ErrWorkspace, dir, err)
+	case fi.Mode()&os.ModeSymlink != 0:
+		return "", nil, fmt.Errorf("%w: %s is a symlink; give the directory itself", ErrWorkspace, dir)
+	case !fi.IsDir():
+		return "", nil, fmt.Errorf("%w: %s is not a directory", ErrWorkspace, dir)
+	}
+	// The last component is not a symlink; resolve any in the parents so
+	// the jail, bash's directory and readyz all name the same path.
+	resolved, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: %s: %v", ErrWorkspace, dir, err)
+	}
+	return resolved, fi, nil
+}
+
+// Workspace returns the workspace directory the server serves (absolute,
+// symlinks in its parents resolved).
+func (s *Server) Workspace() string { return s.workspace }
+
+// Tools lists the tools the server exposes, as tools.Local defines them.
+func (s *Server) Tools() []tools.Tool {
+	list, _ := s.local.Tools(context.Background())
+	return list
+}
+
+// Handler serves POST /mcp (bearer auth), GET /healthz and GET /readyz.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Close releases the workspace handles. Calls after Close fail.
+func (s *Server) Close() error { return s.jail.Close() }
+
+func (s *Server) buildHandler() http.Handler {
+	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+		Stateless:           true,
+		JSONResponse:        true,
+		Logger:              s.sdkLogger(),
+		MaxRequestBodyBytes: maxRequestBodyBytes,
+		// A call whose HTTP request goes away (the gateway's deadline, a
+		// dropped connection) is cancelled, which kills its bash process
+		// group. Applies to the 2026-07-28 protocol the go-sdk client uses.
+		PropagateRequestCancellation: true,
+		// DNS-rebinding protection stays on: see the package doc.
+	})
+	requireToken := auth.RequireBearerToken(s.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+	mux := http.NewServeMux()
+	// Every method on /mcp is authenticated; the SDK answers GET and
+	// DELETE with 405 in stateless mode, but only after auth.
+	mux.Handle("/mcp", requireToken(s.bindRequest(streamable)))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeText(w, http.StatusOK, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := s.Ready(); err != nil {
+			writeText(w, http.StatusServiceUnavailable, "not ready: workspace unavailable")
+			return
+		}
+		writeText(w, http.StatusOK, "ok")
+	})
+	return mux
+}
+
+// sdkLogger is the logger handed to the go-sdk: warnings and errors only
+// (at info it logs several lines per stateless POST).
+func (s *Server) sdkLogger() *slog.Logger {
+	return slog.New(minLevel{Handler: s.log.Handler(), min: slog.LevelWarn})
+}
+
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= m.min && m.Handler.Enabled(ctx, l)
+}
+
+func (m minLevel) WithAttrs(a []slog.Attr) slog.Handler {
+	return minLevel{Handler: m.Handler.WithAttrs(a), min: m.min}
+}
+
+func (m minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{Handler: m.Handler.WithGroup(name), min: m.min}
+}
+
+func writeText(w http.ResponseWriter, code int, body string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_, _ = fmt.Fprintln(w, body)
+}
+
+// bindRequest records r's context under a fresh id for the tool handler.
+//
+// Why: with protocol versions before 2026-07-28 (the TS SDK, inspector,
+// older go-sdk clients) the stateless go-sdk handler does not cancel a
+// tool handler when its HTTP request goes away, and the client's
+// notifications/cancelled arrives in another POST, hence another
+// temporary session, where it cancels nothing. Without this a cancelled
+// bash call would run on until its own timeout (up to 10 minutes).
+// PropagateRequestCancellation covers 2026-07-28 only.
+func (s *Server) bindRequest(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.reqMu.Lock()
+		s.reqSeq++
+		id := strconv.FormatUint(s.reqSeq, 10)
+		s.reqCtx[id] = r.Context()
+		s.reqMu.Unlock()
+		defer func() {
+			s.reqMu.Lock()
+			delete(s.reqCtx, id)
+			s.reqMu.Unlock()
+		}()
+		r.Header.Set(callIDHeader, id)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// callContext returns ctx, also cancelled when the HTTP request the call
+// arrived on ends.
+func (s *Server) callContext(ctx context.Context, req *mcp.CallToolRequest) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	if req.Extra == nil || req.Extra.Header == nil {
+		return ctx, cancel
+	}
+	s.reqMu.Lock()
+	rctx := s.reqCtx[req.Extra.Header.Get(callIDHeader)]
+	s.reqMu.Unlock()
+	if rctx == nil {
+		return ctx, cancel
+	}
+	stop := context.AfterFunc(rctx, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// verify is the bearer check: constant time over fixed-length digests.
+func (s *Server) verify(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+	sum := sha256.Sum256([]byte(token))
+	if subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) != 1 {
+		return nil, auth.ErrInvalidToken
+	}
+	return &auth.TokenInfo{}, nil
+}
+
+// Ready reports whether the workspace is still the directory the server
+// started on.
+func (s *Server) Ready() error {
+	fi, err := os.Lstat(s.workspace)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %v", ErrWorkspace, err)
+	case fi.Mode()&os.ModeSymlink != 0 || !fi.IsDir():
+		return fmt.Errorf("%w: no longer a directory", ErrWorkspace)
+	case !os.SameFile(fi, s.wsInfo):
+		return fmt.Errorf("%w: replaced since start", ErrWorkspace)
+	}
+	return nil
+}
+
+// Call outcomes, as logged.
+const (
+	outcomeOK        = "ok"
+	outcomeToolError = "tool_error"
+	outcomeError     = "error"
+)
+
+// toolHandler adapts one tools.Local tool to a raw MCP tool handler.
+func (s *Server) toolHandler(name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		t0 := time.Now()
+		ctx, cancel := s.callContext(ctx, req)
+		defer cancel()
+		var args json.RawMessage
+		if req.Params != nil {
+			args = req.Params.Arguments
+		}
+		res, err := s.local.Call(ctx, name, args)
+		outcome := outcomeOK
+		switch {
+		case err != nil:
+			outcome = outcomeError
+		case res.IsError:
+			outcome = outcomeToolError
+		}
+		attrs := []any{"tool", name, "outcome", outcome, "duration_ms", time.Since(t0).Milliseconds()}
+		if err != nil {
+			// Local.Call errors are a cancelled context or an unknown tool,
+			// never tool output.
+			attrs = append(attrs, "error", errWord(err))
+		}
+		s.log.Info("tool call", attrs...)
+		if err != nil {
+			if errors.Is(err, tools.ErrUnknownTool) {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+			}
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "tool call interrupted: " + errWord(err)}
+		}
+		return &mcp.CallToolResult{
+			Content: []mcp.Content{&mcp.TextContent{Text: res.Output}},
+			IsError: res.IsError,
+		}, nil
+	}
+}
+
+// errWord names an executor error without detail.
+func errWord(err error) string {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "deadline exceeded"
+	case errors.Is(err, tools.ErrUnknownTool):
+		return "unknown tool"
+	}
+	return "failed"
+}
+
+// Run listens on addr and serves until ctx ends, then shuts down
+// gracefully (see Serve).
+func (s *Server) Run(ctx context.Context, addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("sandbox: listen: %w", err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve serves on ln until ctx ends. It logs the bound address as
+// `msg="garra sandbox listening" addr=HOST:PORT` (parseable when the port
+// was 0). When ctx ends it stops accepting, lets in-flight calls finish for
+// up to the shutdown timeout, then closes what is left (cancelling those
+// calls). It returns nil after a shutdown caused by ctx, else the serve
+// error. Serve closes ln.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		// No ReadTimeout/WriteTimeout: a bash call may legitimately run
+		// for up to 10 minutes; each call carries its own deadline.
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	names := tools.Names(s.Tools())
+	s.log.Info("garra sandbox listening", "addr", ln.Addr().String(), "workspace", s.workspace,
+		"tools", strings.Join(names, ","))
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("sandbox: serve: %w", err)
+	case <-ctx.Done():
+	}
+	s.log.Info("garra sandbox shutting down", "grace", s.shutdown.String())
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.shutdown)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		s.log.Warn("garra sandbox: in-flight calls cut at the shutdown deadline")
+		_ = srv.Close()
+	}
+	<-errc // http.ErrServerClosed
+	s.log.Info("garra sandbox stopped")
+	return nil
+}
