@@ -9,7 +9,9 @@ import (
 )
 
 func TestAskCommand(t *testing.T) {
-	double := llmdouble.New(t, llmdouble.Step{Text: "four"}, llmdouble.Step{Text: "five"}, llmdouble.Step{Status: 500, ErrorMessage: "upstream down"})
+	double := llmdouble.New(t, llmdouble.Step{Text: "four"}, llmdouble.Step{Text: "five"},
+		// Three times: the CLI retries a 500 twice before giving up.
+		llmdouble.Step{Status: 500, ErrorMessage: "upstream down"}, llmdouble.Step{Status: 500, ErrorMessage: "upstream down"}, llmdouble.Step{Status: 500, ErrorMessage: "upstream down"})
 	cfg := writeConfig(t, "anthropic", double.URL())
 	env := testEnv(t, "ANTHROPIC_API_KEY=sk-ant-api03-test-key-000000000000000000000000")
 

@@ -17,7 +17,14 @@ func newGatewayCommand(o *rootOptions) *cobra.Command {
 
 POST /mcp exists only with gateway.mcp_http.enabled and a credential
 (gateway.api_key or GARRAIA_GATEWAY_API_KEY). Orchestrators authenticate with
-the tokens held in the environment variables their key_env names.`,
+the tokens held in the environment variables their key_env names.
+
+Each caller sees only what its policy allows: tools, resources (garra://status,
+garra://policy, garra://chats, garra://chats/{chat}) and prompts
+(onboard_orchestrator, diagnose_gateway, delegate_task with garra_agent).
+Every call, resource read and refusal is appended to the audit file
+(audit.path, default <data_dir>/audit.jsonl) as one JSON line, without
+tokens, prompts, answers or chat ids in clear. Error kinds: docs/errors.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, src, err := o.loadConfig()
@@ -26,8 +33,10 @@ the tokens held in the environment variables their key_env names.`,
 			}
 			red, _ := redact.New(cfg.Gateway.MCPHTTP.RedactPatterns)
 			log := newLogger(cmd.ErrOrStderr(), red)
-			log.Info("garra gateway starting", "version", version, "config", configLabel(src.Path))
-			g, err := gateway.New(gateway.Options{Config: cfg, Getenv: o.getenv, Logger: log, Version: version})
+			auditLog := newAuditLog(cfg, log)
+			defer auditLog.Close()
+			log.Info("garra gateway starting", "version", version, "config", configLabel(src.Path), "audit", auditLog.Path())
+			g, err := gateway.New(gateway.Options{Config: cfg, Getenv: o.getenv, Logger: log, Version: version, Audit: auditLog})
 			if err != nil {
 				return fmt.Errorf("gateway: %w", err)
 			}

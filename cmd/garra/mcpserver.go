@@ -2,12 +2,15 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/garraia/garra/internal/ask"
+	"github.com/garraia/garra/internal/audit"
+	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/mcpstdio"
 	"github.com/garraia/garra/internal/redact"
 )
@@ -21,7 +24,13 @@ func newMCPServerCommand(o *rootOptions) *cobra.Command {
 stdout carries JSON-RPC only; logs go to stderr, redacted.
 
 Tools: garra_ask (one question to an LLM provider), and garra_agent when
-GARRAIA_MCP_ENABLE_TOOLS is 1, true or yes.
+GARRAIA_MCP_ENABLE_TOOLS is 1, true or yes. Resource: garra://policy (the
+limits in force). Prompts: onboard_orchestrator, and delegate_task with
+garra_agent.
+
+Every call, resource read and refusal is appended to the audit file
+(audit.path, default <data_dir>/audit.jsonl) as one JSON line, without
+prompts, answers or ids in clear.
 
 Operator limits, read once at start:
   GARRAIA_MCP_MODEL_ALLOWLIST   comma-separated models a call may use
@@ -47,13 +56,16 @@ Operator limits, read once at start:
 				return fmt.Errorf("mcp-server: %w", err)
 			}
 			core := &ask.Core{Config: cfg, Redactor: red, Getenv: o.getenv, Retries: ask.DefaultRetries}
-			opts := mcpstdio.Options{Version: version, Asker: core, Policy: policy, Logger: log}
+			auditLog := newAuditLog(cfg, log)
+			defer auditLog.Close()
+			opts := mcpstdio.Options{Version: version, Asker: core, Policy: policy, Logger: log, Audit: auditLog}
 			if policy.EnableTools {
-				opts.Agent = newLocalAgent(cfg, core, red, o.getenv, log)
+				la := newLocalAgent(cfg, core, red, o.getenv, log)
+				opts.Agent, opts.FileRoots = la, len(la.Jail.Roots())
 			}
 			server := mcpstdio.New(opts)
 			log.Info("garra mcp-server starting", "config", configLabel(src.Path), "policy", policy.String(),
-				"provider", cfg.LLM.Provider, "pid", os.Getpid())
+				"provider", cfg.LLM.Provider, "audit", auditLog.Path(), "pid", os.Getpid())
 			return server.Run(cmd.Context(), &mcp.StdioTransport{})
 		},
 	}
@@ -64,4 +76,11 @@ func configLabel(path string) string {
 		return "built-in defaults"
 	}
 	return path
+}
+
+// newAuditLog opens the audit file of the `audit:` section. It cannot fail:
+// a file that cannot be written is reported once on stderr and the server
+// keeps serving without it.
+func newAuditLog(cfg *config.Config, log *slog.Logger) *audit.Log {
+	return audit.New(audit.Options{Path: cfg.AuditPath(), MaxBytes: cfg.Audit.MaxBytes, MaxFiles: cfg.Audit.MaxFiles, Logger: log})
 }

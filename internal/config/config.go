@@ -45,7 +45,25 @@ type Config struct {
 	Agent     Agent     `json:"agent"`
 	Gateway   Gateway   `json:"gateway"`
 	Channels  Channels  `json:"channels"`
+	Audit     Audit     `json:"audit"`
 }
+
+// Audit configures the JSONL audit file both MCP servers append to.
+type Audit struct {
+	// Path of the live file; "" = <data_dir>/audit.jsonl (see AuditPath).
+	Path string `json:"path,omitempty"`
+	// MaxBytes is the size at which the file rotates to path.1 … path.N.
+	MaxBytes int64 `json:"max_bytes,omitempty"`
+	// MaxFiles is how many rotated copies are kept; the oldest is dropped.
+	MaxFiles int `json:"max_files,omitempty"`
+}
+
+// Audit defaults.
+const (
+	DefaultAuditFile     = "audit.jsonl"
+	DefaultAuditMaxBytes = 10 << 20
+	DefaultAuditMaxFiles = 5
+)
 
 // LLM selects the default provider and model and how to reach them.
 type LLM struct {
@@ -197,6 +215,12 @@ func (c *Config) applyDefaults() {
 	if c.Channels.Telegram.BotTokenEnv == "" {
 		c.Channels.Telegram.BotTokenEnv = "TELEGRAM_BOT_TOKEN"
 	}
+	if c.Audit.MaxBytes == 0 {
+		c.Audit.MaxBytes = DefaultAuditMaxBytes
+	}
+	if c.Audit.MaxFiles == 0 {
+		c.Audit.MaxFiles = DefaultAuditMaxFiles
+	}
 }
 
 // Source says where a configuration came from, for the boot log.
@@ -268,6 +292,16 @@ func (c *Config) applyEnv(getenv func(string) string) {
 
 // DataDirPath is data_dir with a leading ~ expanded.
 func (c *Config) DataDirPath() string { return expandHome(c.DataDir) }
+
+// AuditPath is audit.path with a leading ~ expanded, or
+// <data_dir>/audit.jsonl when it is unset. It is resolved when asked, so a
+// data_dir changed after loading still moves the default with it.
+func (c *Config) AuditPath() string {
+	if c.Audit.Path != "" {
+		return expandHome(c.Audit.Path)
+	}
+	return filepath.Join(c.DataDirPath(), DefaultAuditFile)
+}
 
 func expandHome(p string) string {
 	if p == "~" || strings.HasPrefix(p, "~/") {

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/garraia/garra/internal/ask"
+	"github.com/garraia/garra/internal/audit"
 	"github.com/garraia/garra/internal/chat"
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/redact"
@@ -37,6 +38,9 @@ type Options struct {
 	// NewProvider builds LLM clients (tests inject loopback doubles).
 	NewProvider ask.NewProviderFunc
 	Now         func() time.Time
+	// Audit receives one line per tool call, resource read and refusal;
+	// nil = no audit file (the stderr line is written either way).
+	Audit *audit.Log
 }
 
 // Gateway is a configured gateway; Handler serves it.
@@ -58,6 +62,7 @@ type Gateway struct {
 	agentBudget *Budget
 	limiter     *RateLimiter
 	metrics     *metrics
+	audit       *audit.Log
 	now         func() time.Time
 	started     time.Time
 	mounted     bool
@@ -111,6 +116,7 @@ func New(o Options) (*Gateway, error) {
 		askBudget:   NewBudget(m.AskBudgetPerMinute, time.Minute, o.Now),
 		agentBudget: NewBudget(m.AgentBudgetPerMinute, time.Minute, o.Now),
 		limiter:     NewRateLimiter(max(1, cfg.Gateway.RateLimit.RequestsPerMinute), time.Minute, o.Now),
+		audit:       o.Audit,
 		now:         o.Now,
 		started:     o.Now(),
 	}
@@ -171,7 +177,7 @@ func (g *Gateway) mcpHandler() http.Handler {
 		DisableLocalhostProtection: true,
 		Logger:                     g.log,
 	})
-	refused := g.metrics.refused
+	refused := g.refusedHTTP
 	var h http.Handler = sdk
 	h = acceptGuard(refused, h)
 	h = requireBearer(g.creds, refused, h)
@@ -179,6 +185,16 @@ func (g *Gateway) mcpHandler() http.Handler {
 	h = originGuard(refused, h)
 	h = g.limiter.middleware(refused, h)
 	return h
+}
+
+// refusedHTTP counts a refusal of the HTTP layers and audits it. The rate
+// limiter's 429s are counted, not audited: a flood must not rotate the
+// audit file's history away.
+func (g *Gateway) refusedHTTP(kind string) {
+	g.metrics.refused(kind)
+	if kind != KindRateLimited {
+		g.audit.Record(audit.Record{Surface: audit.SurfaceHTTP, Outcome: audit.OutcomeRefused, Kind: kind})
+	}
 }
 
 func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {

@@ -168,8 +168,10 @@ func SendTargetRefusal(c Caller, channel, chatID string, approved []string) stri
 	return ""
 }
 
-// ChatInScope reports whether the caller's `chats` list admits a
-// conversation id; an empty list admits all.
+// ChatInScope reports whether the caller may see or send to a
+// conversation. The owner sees everything; an orchestrator sees only the
+// conversations its `chats` list names, so an empty list admits none: a
+// third party gets the owner's conversations only by explicit grant.
 func ChatInScope(c Caller, id string) bool {
-	return c.Owner || len(c.Chats) == 0 || slices.Contains(c.Chats, id)
+	return c.Owner || slices.Contains(c.Chats, id)
 }

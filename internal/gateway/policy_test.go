@@ -109,6 +109,9 @@ func TestSendTargetRefusal(t *testing.T) {
 			t.Errorf("%s/%s: %q, want %q", tt.channel, tt.chat, got, tt.want)
 		}
 	}
+	if got := SendTargetRefusal(Caller{Name: "unscoped"}, "telegram", "123", approved); got != KindTargetNotAllowed {
+		t.Errorf("an orchestrator with no chats may send nowhere: %q", got)
+	}
 	if got := SendTargetRefusal(Caller{Owner: true}, "telegram", "123", nil); got != KindNoAllowlist {
 		t.Errorf("no approved destinations: %q", got)
 	}

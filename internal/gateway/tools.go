@@ -14,6 +14,7 @@ import (
 
 	"github.com/garraia/garra/internal/agent"
 	"github.com/garraia/garra/internal/ask"
+	"github.com/garraia/garra/internal/audit"
 	"github.com/garraia/garra/internal/chat"
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/llm"
@@ -53,8 +54,10 @@ func (g *Gateway) toolDescriptors() map[string]*mcp.Tool {
 // never "unknown"), and tools/list is filtered to what the caller may call.
 func (g *Gateway) newMCPServer(c Caller) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "garra-gateway", Version: g.version}, &mcp.ServerOptions{
-		Instructions: "Garra gateway: tools/list shows exactly the tools this caller may use.",
+		Instructions: "Garra gateway: tools/list and resources/list show exactly what this caller may use; garra://policy is its own policy.",
 		Logger:       g.log,
+		// Every list and read is this caller's own view.
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
 	})
 	descs := g.toolDescriptors()
 	handlers := map[string]func(context.Context, Caller, json.RawMessage) (*mcp.CallToolResult, callInfo, error){
@@ -67,7 +70,10 @@ func (g *Gateway) newMCPServer(c Caller) *mcp.Server {
 			return g.dispatch(ctx, c, name, req.Params.Arguments, h)
 		})
 	}
+	g.addResources(s, c)
+	g.addPrompts(s, c)
 	visible := Visible(c, g.switches)
+	s.AddReceivingMiddleware(g.resourceMiddleware(c))
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			res, err := next(ctx, method, req)
@@ -109,10 +115,37 @@ func (g *Gateway) dispatch(ctx context.Context, c Caller, tool string, args json
 	g.metrics.observe(tool, info.outcome, info.kind, d)
 	g.log.Info("mcp call", "caller", c.Name, "tool", tool, "outcome", info.outcome, "error_kind", info.kind,
 		"provider", info.provider, "model", info.model, "latency_ms", d.Milliseconds())
+	g.audit.Record(audit.Record{Surface: audit.SurfaceHTTP, Caller: c.Name, Tool: tool, Target: auditTarget(tool, args),
+		Outcome: info.outcome, Kind: info.kind, Provider: info.provider, Model: info.model, Latency: d})
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 	}
 	return res, nil
+}
+
+// auditTarget is the conversation a call touches, for the audit file (which
+// writes only its pseudonym): read_history's chat, send_message's
+// destination as a conversation id. Best effort over raw arguments.
+func auditTarget(tool string, args json.RawMessage) string {
+	if tool != ToolReadHistory && tool != ToolSendMessage {
+		return ""
+	}
+	var a struct {
+		Chat    string `json:"chat"`
+		Channel string `json:"channel"`
+		ChatID  string `json:"chat_id"`
+	}
+	_ = json.Unmarshal(args, &a)
+	if tool == ToolReadHistory {
+		return a.Chat
+	}
+	if strings.TrimSpace(a.ChatID) == "" {
+		return ""
+	}
+	if a.Channel == "" {
+		a.Channel = chat.ChannelTelegram
+	}
+	return chat.ConvID(a.Channel, strings.TrimSpace(a.ChatID))
 }
 
 // refuse answers a refused call in the envelope of its tool.
@@ -135,6 +168,11 @@ func (g *Gateway) callStatus(ctx context.Context, _ Caller, raw json.RawMessage)
 	if err := strictargs.Decode(raw, &noArgs{}); err != nil {
 		return nil, callInfo{}, err
 	}
+	return okResult(ToolStatus, g.statusData(ctx)), okInfo, nil
+}
+
+// statusData is garra_status's data (and garra://status's).
+func (g *Gateway) statusData(ctx context.Context) map[string]any {
 	convs, err := g.store.Conversations(ctx, "")
 	if err != nil {
 		g.log.Error("conversation store", "error", err)
@@ -143,12 +181,12 @@ func (g *Gateway) callStatus(ctx context.Context, _ Caller, raw json.RawMessage)
 	for _, ch := range []string{chat.ChannelTelegram, chat.ChannelWeb} {
 		channels = append(channels, map[string]any{"name": ch, "online": ch == chat.ChannelWeb || g.sender.Online(ch)})
 	}
-	return okResult(ToolStatus, map[string]any{
+	return map[string]any{
 		"version":       g.version,
 		"uptime_secs":   int64(g.now().Sub(g.started).Seconds()),
 		"channels":      channels,
 		"conversations": len(convs),
-	}), okInfo, nil
+	}
 }
 
 func (g *Gateway) callListChats(ctx context.Context, c Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
@@ -160,11 +198,21 @@ func (g *Gateway) callListChats(ctx context.Context, c Caller, raw json.RawMessa
 	if channel != "" && channel != chat.ChannelTelegram && channel != chat.ChannelWeb {
 		return nil, callInfo{}, errors.New("channel: must be telegram or web")
 	}
+	rows, err := g.scopedChats(ctx, c, channel)
+	if err != nil {
+		res, info := g.refuse(ToolListChats, KindUnavailable)
+		return res, info, nil
+	}
+	return okResult(ToolListChats, map[string]any{"chats": rows}), okInfo, nil
+}
+
+// scopedChats is the conversations c may see, titles redacted (garra_list_chats
+// and garra://chats). An error means the store is unavailable (logged).
+func (g *Gateway) scopedChats(ctx context.Context, c Caller, channel string) ([]chat.Conversation, error) {
 	convs, err := g.store.Conversations(ctx, channel)
 	if err != nil {
 		g.log.Error("conversation store", "error", err)
-		res, info := g.refuse(ToolListChats, KindUnavailable)
-		return res, info, nil
+		return nil, err
 	}
 	rows := []chat.Conversation{}
 	for _, cv := range convs {
@@ -173,7 +221,7 @@ func (g *Gateway) callListChats(ctx context.Context, c Caller, raw json.RawMessa
 			rows = append(rows, cv)
 		}
 	}
-	return okResult(ToolListChats, map[string]any{"chats": rows}), okInfo, nil
+	return rows, nil
 }
 
 func (g *Gateway) callReadHistory(ctx context.Context, c Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
@@ -192,20 +240,29 @@ func (g *Gateway) callReadHistory(ctx context.Context, c Caller, raw json.RawMes
 		}
 		limit = *a.Limit
 	}
-	// Out of scope reads exactly like missing: no existence oracle.
-	if !ChatInScope(c, *a.Chat) {
-		res, info := g.refuse(ToolReadHistory, KindNotFound)
+	msgs, kind := g.scopedHistory(ctx, c, *a.Chat, limit)
+	if kind != "" {
+		res, info := g.refuse(ToolReadHistory, kind)
 		return res, info, nil
 	}
-	msgs, err := g.store.History(ctx, *a.Chat, limit)
+	return okResult(ToolReadHistory, map[string]any{"messages": msgs, "redacted": true}), okInfo, nil
+}
+
+// scopedHistory is the last limit messages of conversation id, redacted,
+// for c (garra_read_history and garra://chats/{chat}); kind is not_found or
+// unavailable on failure. Out of scope reads exactly like missing: no
+// existence oracle.
+func (g *Gateway) scopedHistory(ctx context.Context, c Caller, id string, limit int) ([]chat.Message, string) {
+	if !ChatInScope(c, id) {
+		return nil, KindNotFound
+	}
+	msgs, err := g.store.History(ctx, id, limit)
 	if errors.Is(err, chat.ErrNotFound) {
-		res, info := g.refuse(ToolReadHistory, KindNotFound)
-		return res, info, nil
+		return nil, KindNotFound
 	}
 	if err != nil {
 		g.log.Error("conversation store", "error", err)
-		res, info := g.refuse(ToolReadHistory, KindUnavailable)
-		return res, info, nil
+		return nil, KindUnavailable
 	}
 	for i := range msgs {
 		msgs[i].Text = g.builtinRed.String(msgs[i].Text)
@@ -213,7 +270,7 @@ func (g *Gateway) callReadHistory(ctx context.Context, c Caller, raw json.RawMes
 	if msgs == nil {
 		msgs = []chat.Message{}
 	}
-	return okResult(ToolReadHistory, map[string]any{"messages": msgs, "redacted": true}), okInfo, nil
+	return msgs, ""
 }
 
 func (g *Gateway) callPairStatus(ctx context.Context, _ Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/garraia/garra/internal/ask"
+	"github.com/garraia/garra/internal/audit"
 )
 
 // ServerName is the MCP implementation name reported at initialize.
@@ -37,6 +38,12 @@ type Options struct {
 	// write to stderr through the redactor.
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Audit receives one line per tool call, resource read and refusal;
+	// nil = no audit file (the stderr line is written either way).
+	Audit *audit.Log
+	// FileRoots is how many roots garra_agent's file tools resolved, for
+	// garra://policy (the paths themselves are not shown).
+	FileRoots int
 }
 
 // New builds the MCP server: garra_ask always, garra_agent only on opt-in,
@@ -49,26 +56,36 @@ func New(o Options) *mcp.Server {
 		o.Now = time.Now
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: o.Version}, &mcp.ServerOptions{
-		Instructions: "Garra: garra_ask sends one question to an LLM provider and returns a garra.ask.v1 JSON envelope.",
+		Instructions: "Garra: garra_ask sends one question to an LLM provider and returns a garra.ask.v1 JSON envelope. garra://policy shows the operator's limits in force.",
 		Logger:       o.Logger,
 	})
-	d := &dispatcher{o: o}
+	d := &dispatcher{o: o, tools: []string{askToolName}}
 	s.AddTool(askTool(), d.handleAsk)
-	if o.Policy.EnableTools && o.Agent != nil {
+	if d.agentEnabled() {
 		s.AddTool(agentTool(), d.handleAgent)
+		d.tools = append(d.tools, agentToolName)
 	}
+	d.addResources(s)
+	d.addPrompts(s)
+	s.AddReceivingMiddleware(d.auditMiddleware)
 	return s
 }
 
 type dispatcher struct {
-	o Options
+	o     Options
+	tools []string // the registered tools, in tools/list order
 }
 
-// audit writes the stderr audit line for one call: never the prompt or the
-// answer.
-func (d *dispatcher) audit(tool, outcome, kind, provider, model string, start time.Time) {
+func (d *dispatcher) agentEnabled() bool { return d.o.Policy.EnableTools && d.o.Agent != nil }
+
+// audit writes the audit lines for one call, to stderr and to the audit
+// file: never the prompt or the answer.
+func (d *dispatcher) audit(r *mcp.CallToolRequest, tool, outcome, kind, provider, model string, start time.Time) {
+	lat := d.o.Now().Sub(start)
 	d.o.Logger.Info("mcp call",
 		"tool", tool, "outcome", outcome, "error_kind", kind,
 		"provider", provider, "model", model,
-		"latency_ms", d.o.Now().Sub(start).Milliseconds())
+		"latency_ms", lat.Milliseconds())
+	d.o.Audit.Record(audit.Record{Surface: audit.SurfaceStdio, Caller: clientName(r), Tool: tool,
+		Outcome: outcome, Kind: kind, Provider: provider, Model: model, Latency: lat})
 }

@@ -1,0 +1,206 @@
+// Package errkinds is the one table of Garra's stable errors on every
+// surface: the error.kind labels of the garra.ask.v1, garra.agent.v1 and
+// garra.mcp.v1 envelopes (and of the audit file), the HTTP statuses of
+// POST /mcp with their bodies, and the JSON-RPC codes both MCP servers
+// answer with. docs/errors.md is generated from it, and tests keep it
+// honest: every Kind* constant in the code must have a row (checked by
+// parsing the source), every row naming a constant must still match it,
+// and every HTTP row is replayed against a real gateway.
+//
+// The package holds data only and imports nothing of the project, so that
+// any package (and the docs) can use it without a cycle.
+package errkinds
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Kind is one stable error.kind label.
+type Kind struct {
+	Kind string
+	// Const is the Go constant that defines the label ("gateway.KindNotFound"),
+	// or "" for a label the code writes as a literal.
+	Const string
+	// Where says which envelopes (or records) carry it and on which surface.
+	Where string
+	// Meaning says when it happens and what fixes it.
+	Meaning string
+}
+
+// HTTPStatus is one status POST /mcp can answer before (or instead of) a
+// JSON-RPC exchange.
+type HTTPStatus struct {
+	Status int
+	// Error is the "error" field of the gateway's JSON body
+	// {"error":..., "message":...}; "" for a plain-text body written by the
+	// router or the MCP SDK.
+	Error string
+	// Body is the message (JSON body) or the start of the plain-text body.
+	Body string
+	// Audit is the kind recorded in garra_mcp_refusals_total and the audit
+	// file, or "" when the status is not recorded.
+	Audit string
+	When  string
+}
+
+// RPCCode is one JSON-RPC error code the MCP servers answer with.
+type RPCCode struct {
+	Code int
+	// Name is the go-sdk constant (jsonrpc.CodeInvalidParams).
+	Name    string
+	Message string
+	When    string
+}
+
+// Kinds are the error.kind labels, grouped: the shared ask/agent labels,
+// then the gateway's.
+var Kinds = []Kind{
+	{"provider_error", "ask.KindProviderError", "garra.ask.v1, garra.agent.v1 (stdio, http)",
+		"The LLM provider failed or could not be reached (bad key, network, HTTP error). The message is redacted. Check the key with `garra config check`; retry later."},
+	{"timeout", "ask.KindTimeout", "garra.ask.v1, garra.agent.v1 (stdio, http)",
+		"The call did not finish within timeout_secs (for garra_agent: the whole run). Ask for more time within the bounds, or split the task."},
+	{"usage", "ask.KindUsage", "`garra ask` (exit 2); stdio audit lines",
+		"Bad arguments. The MCP servers answer these with JSON-RPC -32602 naming the field instead of an envelope; the stdio audit line records the kind `usage`."},
+
+	{"tool_not_allowed", "gateway.KindToolNotAllowed", "every envelope (http); audit",
+		"The caller's `tools` list does not grant this tool (the owner never has garra_agent). Also the audit kind of a resource read the caller's tools do not allow."},
+	{"send_disabled", "gateway.KindSendDisabled", "garra.mcp.v1 (http)",
+		"gateway.mcp_http.allow_send is false."},
+	{"no_allowlist", "gateway.KindNoAllowlist", "garra.mcp.v1 (http)",
+		"Sending is on but channels.telegram.proactive_chat_ids is empty: nothing is approved."},
+	{"target_not_allowed", "gateway.KindTargetNotAllowed", "garra.mcp.v1 (http)",
+		"The destination is not in proactive_chat_ids, or outside the orchestrator's `chats`. The chat id is never echoed."},
+	{"channel_unsupported", "gateway.KindChannelUnsupported", "garra.mcp.v1 (http)",
+		"Only telegram can be sent to."},
+	{"rate_limited", "gateway.KindRateLimited", "garra.mcp.v1 (http)",
+		"The shared send budget (5 per minute for the whole gateway) is spent. Wait a minute."},
+	{"channel_offline", "gateway.KindChannelOffline", "garra.mcp.v1 (http)",
+		"The channel is not running (e.g. no Telegram bot token)."},
+	{"delivery_failed", "gateway.KindDeliveryFailed", "garra.mcp.v1 (http)",
+		"The channel refused the message; its own text is in the gateway log, never in the response."},
+	{"ask_disabled", "gateway.KindAskDisabled", "garra.ask.v1 (http)",
+		"gateway.mcp_http.allow_ask is false."},
+	{"agent_disabled", "gateway.KindAgentDisabled", "garra.agent.v1 (http)",
+		"gateway.mcp_http.allow_agent is false."},
+	{"model_not_allowed", "gateway.KindModelNotAllowed", "garra.ask.v1, garra.agent.v1 (http)",
+		"The model is not in gateway.mcp_http.ask_allowed_models (empty = the project default model only). Nothing left the machine."},
+	{"over_budget", "gateway.KindOverBudget", "garra.ask.v1, garra.agent.v1 (http)",
+		"The per-minute budget of garra_ask or garra_agent is spent; the provider was not called. garra://policy shows what is left."},
+	{"not_found", "gateway.KindNotFound", "garra.mcp.v1 (http); audit",
+		"No such conversation, or one outside the caller's `chats` (the two read the same). In the audit file also an unknown tool, resource or URI."},
+	{"invalid_params", "gateway.KindInvalidParams", "audit (http)",
+		"Arguments rejected; the caller gets JSON-RPC -32602 naming the field, and the gateway's audit and metrics record this kind."},
+	{"unavailable", "gateway.KindUnavailable", "garra.mcp.v1 (http); audit",
+		"The conversation store failed (the gateway log has why). Resource reads answer JSON-RPC -32603 instead."},
+	{"internal", "", "garra.mcp.v1 (http)",
+		"A result could not be encoded. A bug: report it with the gateway log."},
+}
+
+// HTTP is every status of POST /mcp, in the order the layers run.
+var HTTP = []HTTPStatus{
+	{404, "", "404 page not found", "",
+		"gateway.mcp_http.enabled is false, or there is no gateway.api_key: the route does not exist (not 403, which would confirm something is there)."},
+	{429, "rate_limited", "too many requests", "rate_limited",
+		"The per-IP limit gateway.rate_limit.requests_per_minute is spent; Retry-After: 60. Counted in metrics, not in the audit file (a flood must not rotate it away)."},
+	{403, "forbidden", "cross-origin request refused", "origin_refused",
+		"A browser page fired the request (cross-site Origin). MCP clients send none."},
+	{403, "forbidden", "invalid Host header", "host_not_allowed",
+		"The Host is neither loopback nor one of gateway.allowed_hosts (anti DNS rebinding)."},
+	{401, "unauthorized", "missing bearer token", "unauthorized",
+		"No `Authorization: Bearer` header."},
+	{401, "unauthorized", "invalid bearer token", "unauthorized",
+		"The token is neither gateway.api_key nor an orchestrator's (from its key_env)."},
+	{406, "not_acceptable", "Accept must list both application/json and text/event-stream", "not_acceptable",
+		"The Streamable HTTP Accept rule."},
+	{405, "", "Method Not Allowed", "",
+		"GET or DELETE: the transport is stateless, POST only."},
+	{415, "", "Content-Type must be 'application/json'", "",
+		"The body is not declared as JSON."},
+	{413, "", "request body exceeds 4194304 bytes", "",
+		"The body is over 4 MiB."},
+	{400, "", "malformed payload", "",
+		"The body is not JSON-RPC (also: an unsupported MCP-Protocol-Version header, or a batch)."},
+	{400, "", "JSON RPC not handled", "",
+		"A method name the MCP SDK does not know at all (on stdio: -32601)."},
+}
+
+// JSONRPC is every JSON-RPC error code the MCP servers answer with, on both
+// surfaces.
+var JSONRPC = []RPCCode{
+	{-32601, "CodeMethodNotFound", `method not found: "…"`, "A known MCP method this server does not implement (resources/subscribe, completion/complete); on stdio also any unknown method name (over HTTP that is a 400)."},
+	{-32602, "CodeInvalidParams", "`<field>: …`", "Invalid tool arguments (unknown property, wrong type, out of range, a model outside GARRAIA_MCP_MODEL_ALLOWLIST on stdio); invalid prompt arguments (the message starts with the argument's name)."},
+	{-32602, "CodeInvalidParams", `unknown tool "…"` + ", " + `unknown prompt "…"`, "A tool or prompt this server does not offer to this caller (garra_agent on stdio without GARRAIA_MCP_ENABLE_TOOLS; delegate_task for a caller without garra_agent). A gateway tool that is only hidden is a refusal envelope instead."},
+	{-32602, "CodeInvalidParams", "Resource not found", "An unknown resource URI, a resource the caller's tools do not allow, or a conversation outside its `chats`: identical, data {\"uri\": the URI asked for}, so it is no existence oracle."},
+	{-32603, "CodeInternalError", "the conversation store is unavailable", "A garra://chats read while the conversation store fails."},
+}
+
+// Markdown renders docs/errors.md.
+func Markdown() string {
+	var b strings.Builder
+	b.WriteString("# Errors\n\n")
+	b.WriteString("<!-- Generated from internal/errkinds by `UPDATE_GOLDEN=1 go test ./internal/errkinds`. Do not edit by hand. -->\n\n")
+	b.WriteString("Every error Garra returns is one of the stable labels or codes below, on every surface: `garra mcp-server` (stdio), `garra gateway` (`POST /mcp`) and the audit file. ")
+	b.WriteString("Match on these, never on message text: messages may change, labels and codes do not.\n\n")
+
+	b.WriteString("## `error.kind` labels\n\n")
+	b.WriteString("A tool that runs and fails, or that the policy refuses, returns a tool result with `isError: true` whose text is an envelope ")
+	b.WriteString("`{\"schema\":…,\"ok\":false,\"error\":{\"kind\":…,\"message\":…}}`. The same labels appear as `{\"error\":{\"kind\":…}}` in the audit file.\n\n")
+	b.WriteString("| kind | defined by | where | meaning and fix |\n|---|---|---|---|\n")
+	for _, k := range Kinds {
+		def := "literal"
+		if k.Const != "" {
+			def = "`" + k.Const + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", k.Kind, def, cell(k.Where), cell(k.Meaning))
+	}
+
+	b.WriteString("\n## HTTP statuses of `POST /mcp`\n\n")
+	b.WriteString("The gateway's own refusals carry the body `{\"error\":<code>,\"message\":<message>}`; the router and the MCP SDK answer in plain text. ")
+	b.WriteString("The audit column is the kind in `garra_mcp_refusals_total` and the audit file. Rows are in the order the layers run.\n\n")
+	b.WriteString("| status | body `error` | message / body | audit kind | when |\n|---|---|---|---|---|\n")
+	for _, h := range HTTP {
+		code, audit := "plain text", "—"
+		if h.Error != "" {
+			code = "`" + h.Error + "`"
+		}
+		if h.Audit != "" {
+			audit = "`" + h.Audit + "`"
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s |\n", h.Status, code, cell(h.Body), audit, cell(h.When))
+	}
+
+	b.WriteString("\n## JSON-RPC error codes\n\n")
+	b.WriteString("Protocol errors, answered instead of a result (both surfaces). Input that is not JSON-RPC 2.0 at all gets no -32700/-32600 answer: ")
+	b.WriteString("on stdio the SDK ends the session and logs why on stderr; over HTTP it is the 400 above.\n\n")
+	b.WriteString("| code | go-sdk constant | message | when |\n|---|---|---|---|\n")
+	for _, r := range JSONRPC {
+		fmt.Fprintf(&b, "| %d | `jsonrpc.%s` | %s | %s |\n", r.Code, r.Name, cell(r.Message), cell(r.When))
+	}
+
+	b.WriteString("\n## Audit outcomes\n\n")
+	b.WriteString("Each audit line (`<data_dir>/audit.jsonl` by default) has one `outcome`; refusals and failures add `error.kind` from the first table.\n\n")
+	b.WriteString("| outcome | meaning |\n|---|---|\n")
+	for _, o := range Outcomes {
+		fmt.Fprintf(&b, "| `%s` | %s |\n", o.Outcome, cell(o.Meaning))
+	}
+	return b.String()
+}
+
+// Outcome is one audit outcome.
+type Outcome struct {
+	Outcome string
+	Meaning string
+}
+
+// Outcomes are the audit file's outcomes (internal/audit.Outcomes).
+var Outcomes = []Outcome{
+	{"ok", "The call or read succeeded."},
+	{"error", "It ran and failed (provider_error, timeout, unavailable)."},
+	{"refused", "The policy said no before anything ran; error.kind says why. HTTP-layer refusals (401, 403, 406) have no caller."},
+	{"invalid_params", "The arguments were rejected (JSON-RPC -32602)."},
+	{"not_found", "No such tool, resource or conversation. Caller-chosen names and URIs appear only as `target` pseudonyms."},
+}
+
+// cell escapes a table cell.
+func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }

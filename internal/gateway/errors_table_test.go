@@ -1,0 +1,175 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/garraia/garra/internal/chat"
+	"github.com/garraia/garra/internal/errkinds"
+	"github.com/garraia/garra/internal/gateway"
+)
+
+// Every HTTP row of docs/errors.md (internal/errkinds.HTTP) is replayed
+// against a real gateway: a row without a scenario, or a scenario that
+// answers differently, fails here.
+func TestErrorTableHTTPRowsMatchTheGateway(t *testing.T) {
+	h := start(t, "gateway:\n  api_key: "+ownerKey+"\n  rate_limit: {requests_per_minute: 1000}\n  mcp_http: {enabled: true}\n", nil)
+	off := start(t, "gateway: {api_key: "+ownerKey+"}\n", nil)
+	limited := start(t, "gateway:\n  api_key: "+ownerKey+"\n  rate_limit: {requests_per_minute: 1}\n  mcp_http: {enabled: true}\n", nil)
+
+	type result struct {
+		status int
+		body   string
+	}
+	do := func(method, url, token, body string, hdr map[string]string) result {
+		req, err := http.NewRequest(method, url+"/mcp", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		if host, ok := hdr["Host"]; ok {
+			req.Host = host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return result{resp.StatusCode, string(b)}
+	}
+	scenarios := map[string]func() result{
+		"404 page not found": func() result { return do("POST", off.url, ownerKey, toolsList, nil) },
+		"too many requests": func() result {
+			do("POST", limited.url, ownerKey, toolsList, nil)
+			return do("POST", limited.url, ownerKey, toolsList, nil)
+		},
+		"cross-origin request refused": func() result {
+			return do("POST", h.url, ownerKey, toolsList, map[string]string{"Origin": "https://evil.example.com", "Sec-Fetch-Site": "cross-site"})
+		},
+		"invalid Host header": func() result {
+			return do("POST", h.url, ownerKey, toolsList, map[string]string{"Host": "evil.example.com"})
+		},
+		"missing bearer token": func() result { return do("POST", h.url, "", toolsList, nil) },
+		"invalid bearer token": func() result { return do("POST", h.url, "nope-nope-nope", toolsList, nil) },
+		"Accept must list both application/json and text/event-stream": func() result {
+			return do("POST", h.url, ownerKey, toolsList, map[string]string{"Accept": "application/json"})
+		},
+		"Method Not Allowed": func() result { return do("GET", h.url, ownerKey, "", nil) },
+		"Content-Type must be 'application/json'": func() result {
+			return do("POST", h.url, ownerKey, toolsList, map[string]string{"Content-Type": "text/plain"})
+		},
+		"request body exceeds 4194304 bytes": func() result {
+			return do("POST", h.url, ownerKey, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":"`+strings.Repeat("a", 4<<20)+`"}}`, nil)
+		},
+		"malformed payload": func() result { return do("POST", h.url, ownerKey, "this is not json", nil) },
+		"JSON RPC not handled": func() result {
+			return do("POST", h.url, ownerKey, `{"jsonrpc":"2.0","id":1,"method":"nope/nope","params":{}}`, nil)
+		},
+	}
+	for _, row := range errkinds.HTTP {
+		t.Run(row.Body, func(t *testing.T) {
+			sc, ok := scenarios[row.Body]
+			if !ok {
+				t.Fatalf("errkinds.HTTP row %d %q has no scenario here: add one", row.Status, row.Body)
+			}
+			got := sc()
+			if got.status != row.Status {
+				t.Fatalf("status %d, table says %d (body %.200s)", got.status, row.Status, got.body)
+			}
+			if row.Error == "" {
+				if !strings.HasPrefix(got.body, row.Body) {
+					t.Fatalf("plain body %.200q does not start with %q", got.body, row.Body)
+				}
+				return
+			}
+			var body map[string]string
+			if err := json.Unmarshal([]byte(got.body), &body); err != nil || body["error"] != row.Error || body["message"] != row.Body {
+				t.Fatalf("body %s, table says error %q message %q", got.body, row.Error, row.Body)
+			}
+		})
+	}
+	// The audit kinds of the table are the metric labels the gateway uses.
+	m := metricsText(t, h.url)
+	for _, row := range errkinds.HTTP {
+		if row.Audit != "" && row.Audit != "rate_limited" && !strings.Contains(m, `garra_mcp_refusals_total{kind="`+row.Audit+`"}`) {
+			t.Errorf("metrics have no refusal %q:\n%s", row.Audit, grep(m, "refusals"))
+		}
+	}
+}
+
+// failingStore fails every read.
+type failingStore struct{}
+
+func (failingStore) Conversations(context.Context, string) ([]chat.Conversation, error) {
+	return nil, errors.New("disk on fire")
+}
+func (failingStore) History(context.Context, string, int) ([]chat.Message, error) {
+	return nil, errors.New("disk on fire")
+}
+func (failingStore) Pairing(context.Context) ([]chat.PairStatus, error) {
+	return nil, errors.New("disk on fire")
+}
+
+// Every JSON-RPC row is what the gateway answers.
+func TestErrorTableJSONRPCRowsMatchTheGateway(t *testing.T) {
+	h := start(t, enabled, nil, func(o *gateway.Options) { o.Store = failingStore{} })
+	cs := client(t, h.url, ownerKey)
+	ctx := context.Background()
+	code := func(err error) (int64, string) {
+		t.Helper()
+		var werr *jsonrpc.Error
+		if !errors.As(err, &werr) {
+			t.Fatalf("err %v is not a JSON-RPC error", err)
+		}
+		return werr.Code, werr.Message
+	}
+	seen := map[int]bool{}
+	check := func(err error, want int, prefix string) {
+		t.Helper()
+		c, msg := code(err)
+		if c != int64(want) || !strings.HasPrefix(msg, prefix) {
+			t.Fatalf("got %d %q, want %d %q…", c, msg, want, prefix)
+		}
+		seen[want] = true
+	}
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "garra_read_history", Arguments: map[string]any{"chat": "x", "extra": 1}})
+	check(err, -32602, "")
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "garra_nope"})
+	check(err, -32602, `unknown tool "garra_nope"`)
+	_, err = cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "delegate_task"})
+	check(err, -32602, `unknown prompt "delegate_task"`)
+	_, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "garra://nope"})
+	check(err, -32602, "Resource not found")
+	_, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "garra://chats"})
+	check(err, -32603, "the conversation store is unavailable")
+	// An unknown method, the way a client without it in its API sends it.
+	status, body := post(t, h.url, ownerKey, `{"jsonrpc":"2.0","id":9,"method":"resources/subscribe","params":{"uri":"garra://policy"}}`, nil)
+	var resp struct {
+		Error *jsonrpc.Error `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &resp); err != nil || status != 200 || resp.Error == nil {
+		t.Fatalf("unknown method: %d %s", status, body)
+	}
+	check(resp.Error, -32601, "method not found")
+	for _, row := range errkinds.JSONRPC {
+		if !seen[row.Code] {
+			t.Errorf("errkinds.JSONRPC row %d is not exercised here", row.Code)
+		}
+	}
+}
