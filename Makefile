@@ -5,7 +5,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 GOLANGCI  := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
-.PHONY: all build run test unit vet fmt-check conformance bench lint tidy-check clean
+.PHONY: all build run test unit vet fmt-check conformance conformance-gateway bench lint tidy-check clean
 
 all: build
 
@@ -15,7 +15,7 @@ build: ## Build the garra binary into bin/
 run: build ## Start the stdio MCP server (what Claude Desktop runs)
 	$(BIN)/garra mcp-server
 
-test: fmt-check vet unit conformance ## Everything CI checks
+test: fmt-check vet unit conformance conformance-gateway ## Everything CI checks
 
 unit: ## Go tests (unit, integration against loopback doubles, child-process tests)
 	$(GO) test -count=1 ./...
@@ -29,6 +29,9 @@ fmt-check:
 
 conformance: build ## The official MCP conformance suite against `garra mcp-server`
 	test/conformance/run.sh --stdio "$(abspath $(BIN))/garra mcp-server" --expected test/conformance/expected-failures-stdio.txt
+
+conformance-gateway: build ## The MCP conformance suite against `garra gateway` (POST /mcp, bearer)
+	hack/conformance-gateway.sh "$(abspath $(BIN))/garra"
 
 bench: ## Benchmarks (printed, not asserted)
 	$(GO) test -run '^$$' -bench . -benchmem ./...

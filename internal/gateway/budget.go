@@ -58,6 +58,8 @@ func (b *Budget) expire(t time.Time) {
 		cut++
 	}
 	if cut > 0 {
-		b.taken = append(b.taken[:0], b.taken[cut:]...)
+		// Reslice rather than copy: copying the window on every take is
+		// quadratic at high limits. append reallocates, dropping the prefix.
+		b.taken = b.taken[cut:]
 	}
 }

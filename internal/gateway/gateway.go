@@ -66,7 +66,19 @@ type Gateway struct {
 	now         func() time.Time
 	started     time.Time
 	mounted     bool
+	sdkLog      *slog.Logger
 }
+
+// warnOnly passes records of level warn and above.
+type warnOnly struct{ slog.Handler }
+
+func (w warnOnly) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && w.Handler.Enabled(ctx, l)
+}
+
+func (w warnOnly) WithAttrs(a []slog.Attr) slog.Handler { return warnOnly{w.Handler.WithAttrs(a)} }
+
+func (w warnOnly) WithGroup(n string) slog.Handler { return warnOnly{w.Handler.WithGroup(n)} }
 
 // SendBudgetPerMinute is the shared anti-amplification budget of
 // garra_send_message (spec §4.2).
@@ -120,6 +132,9 @@ func New(o Options) (*Gateway, error) {
 		now:         o.Now,
 		started:     o.Now(),
 	}
+	// The SDK logs every stateless POST at info (connect, disconnect):
+	// keep only its warnings.
+	g.sdkLog = slog.New(warnOnly{o.Logger.Handler()})
 	g.askCore = &ask.Core{Config: cfg, Redactor: g.builtinRed, Getenv: o.Getenv, NewProvider: o.NewProvider, Retries: ask.DefaultRetries, Now: o.Now}
 	g.metrics = newMetrics(map[string]*Budget{"send": g.sendBudget, "ask": g.askBudget, "agent": g.agentBudget})
 
@@ -175,7 +190,7 @@ func (g *Gateway) mcpHandler() http.Handler {
 		// Our hostGuard applies the same rule on every interface and adds
 		// allowed_hosts, which the SDK's loopback-only check cannot.
 		DisableLocalhostProtection: true,
-		Logger:                     g.log,
+		Logger:                     g.sdkLog,
 	})
 	refused := g.refusedHTTP
 	var h http.Handler = sdk

@@ -55,7 +55,7 @@ func (g *Gateway) toolDescriptors() map[string]*mcp.Tool {
 func (g *Gateway) newMCPServer(c Caller) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "garra-gateway", Version: g.version}, &mcp.ServerOptions{
 		Instructions: "Garra gateway: tools/list and resources/list show exactly what this caller may use; garra://policy is its own policy.",
-		Logger:       g.log,
+		Logger:       g.sdkLog,
 		// Every list and read is this caller's own view.
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
 	})

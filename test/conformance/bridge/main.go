@@ -185,6 +185,11 @@ func newProxy(upstream *url.URL, extra http.Header) http.Handler {
 				if !sameHostPort(r.In.Host, local.String()) {
 					r.Out.Host = r.In.Host
 				}
+				// An Origin naming the proxy is same-origin to the suite;
+				// keep it same-origin to the upstream too.
+				if o, err := url.Parse(r.In.Header.Get("Origin")); err == nil && o.Host != "" && sameHostPort(o.Host, local.String()) {
+					r.Out.Header.Set("Origin", upstream.Scheme+"://"+upstream.Host)
+				}
 			}
 			for k, vs := range extra {
 				r.Out.Header[k] = vs
