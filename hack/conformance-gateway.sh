@@ -76,6 +76,8 @@ cat >"$work/config.yml" <<EOF
 data_dir: $work/data
 gateway:
   listen: 127.0.0.1:0
+  # The suite sends a few hundred requests from one IP within minutes.
+  rate_limit: {requests_per_minute: 100000}
   mcp_http:
     enabled: true
 EOF
