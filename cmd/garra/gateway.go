@@ -36,7 +36,13 @@ tokens, prompts, answers or chat ids in clear. Error kinds: docs/errors.md.`,
 			auditLog := newAuditLog(cfg, log)
 			defer auditLog.Close()
 			log.Info("garra gateway starting", "version", version, "config", configLabel(src.Path), "audit", auditLog.Path())
-			g, err := gateway.New(gateway.Options{Config: cfg, Getenv: o.getenv, Logger: log, Version: version, Audit: auditLog})
+			chatRT, err := startChat(cmd.Context(), cfg, o.getenv, log)
+			if err != nil {
+				return err
+			}
+			defer chatRT.Close()
+			g, err := gateway.New(gateway.Options{Config: cfg, Getenv: o.getenv, Logger: log, Version: version, Audit: auditLog,
+				Store: chatRT.Store, Sender: chatRT.Sender})
 			if err != nil {
 				return fmt.Errorf("gateway: %w", err)
 			}

@@ -31,6 +31,7 @@ func newRootCommand(getenv func(string) string) *cobra.Command {
 		newGatewayCommand(o),
 		newSandboxCommand(o),
 		newConfigCommand(o),
+		newPairCommand(o),
 		newVersionCommand(),
 	)
 	return cmd

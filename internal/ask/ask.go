@@ -105,36 +105,7 @@ func (c *Core) Normalize(req Request) (Request, error) {
 // Ask validates req and makes one model call. It never returns an error:
 // every failure is an envelope with ok:false and a redacted message.
 func (c *Core) Ask(ctx context.Context, req Request) Envelope {
-	req, err := c.Normalize(req)
-	if err != nil {
-		return c.fail(KindUsage, err.Error())
-	}
-	start := c.now()
-	provider, err := c.Provider(req.Provider)
-	if err != nil {
-		return c.fail(KindProviderError, err.Error())
-	}
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(req.TimeoutSecs)*time.Second)
-	defer cancel()
-	system := req.SystemPrompt
-	if system == "" {
-		system = DefaultSystemPrompt
-	}
-	resp, err := provider.Complete(ctx, llm.Request{
-		Model:    req.Model,
-		System:   system,
-		Messages: []llm.Message{{Role: llm.RoleUser, Content: req.Message}},
-	})
-	if err != nil {
-		return c.failFromError(err, req.TimeoutSecs)
-	}
-	return Envelope{
-		OK:        true,
-		Answer:    c.redactor().String(resp.Text),
-		Provider:  req.Provider,
-		Model:     req.Model,
-		LatencyMS: c.now().Sub(start).Milliseconds(),
-	}
+	return c.AskWithHistory(ctx, req, nil)
 }
 
 // Provider builds the client for a provider name (kind or alias), reading

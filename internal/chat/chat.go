@@ -8,6 +8,7 @@ package chat
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -85,4 +86,29 @@ func (Empty) Online(string) bool { return false }
 // Send implements Sender.
 func (Empty) Send(context.Context, string, string, string) error {
 	return errors.New("no channel is running")
+}
+
+// Recorder is the writer side of the store, for channels and the chat API.
+// Append returns only once msg is committed (durable), creating the
+// conversation on its first message. convID is "<channel>:<chat id>" and
+// must belong to channel.
+type Recorder interface {
+	Append(ctx context.Context, convID, channel string, msg Message) error
+}
+
+// Roles of a Message.
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+)
+
+// ConvID is the conversation id of chatID on channel: "<channel>:<chat id>",
+// e.g. "telegram:123456" or "web:<uuid>".
+func ConvID(channel, chatID string) string { return channel + ":" + chatID }
+
+// SplitConvID splits a conversation id into its channel and chat id; ok is
+// false when id is not "<channel>:<chat id>" with both parts non-empty.
+func SplitConvID(id string) (channel, chatID string, ok bool) {
+	channel, chatID, ok = strings.Cut(id, ":")
+	return channel, chatID, ok && channel != "" && chatID != ""
 }

@@ -170,6 +170,7 @@ func (g *Gateway) Handler() http.Handler {
 	if g.mounted {
 		mux.Handle("/mcp", g.mcpHandler())
 	}
+	g.mountChatAPI(mux)
 	return mux
 }
 

@@ -1,0 +1,269 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/garraia/garra/internal/ask"
+	"github.com/garraia/garra/internal/chat"
+	"github.com/garraia/garra/internal/chat/sqlitestore"
+	"github.com/garraia/garra/internal/chat/telegram"
+	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/redact"
+)
+
+// openChatStore opens <data_dir>/garra.db, the store `garra gateway` and
+// `garra pair` share.
+func openChatStore(ctx context.Context, cfg *config.Config) (*sqlitestore.Store, error) {
+	s, err := sqlitestore.OpenDataDir(ctx, cfg.DataDirPath(), sqlitestore.Options{
+		Allowlists: map[string][]string{chat.ChannelTelegram: cfg.Channels.Telegram.Allowlist},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("data_dir %s: %w", cfg.DataDir, err)
+	}
+	return s, nil
+}
+
+func newPairCommand(o *rootOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "pair",
+		Short: "Admit or remove the people who may talk to the assistant on Telegram",
+		Long: `A message from someone who is not in channels.telegram.allowlist gets a
+one-time pairing code (valid for 1 hour) and no answer. They give you the code;
+"garra pair approve CODE" admits them and their next message is answered.
+Codes are stored only as digests: "garra pair list" never shows one.
+
+These commands work on <data_dir>/garra.db and may run while the gateway is up.`,
+		Example: `  garra pair list
+  garra pair approve K7QX2MPA
+  garra pair revoke 123456789`,
+		Args: cobra.NoArgs,
+	}
+	cmd.AddCommand(newPairListCommand(o), newPairApproveCommand(o), newPairRevokeCommand(o))
+	return cmd
+}
+
+// withStore loads the config, opens the store and runs fn.
+func (o *rootOptions) withStore(cmd *cobra.Command, fn func(context.Context, *config.Config, *sqlitestore.Store) error) error {
+	cfg, _, err := o.loadConfig()
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	s, err := openChatStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return fn(ctx, cfg, s)
+}
+
+type pairListing struct {
+	Channel   string       `json:"channel"`
+	Allowlist []string     `json:"allowlist"`
+	Approved  []pairedRow  `json:"approved"`
+	Pending   []pendingRow `json:"pending"`
+}
+
+type pairedRow struct {
+	UserID     string    `json:"user_id"`
+	Name       string    `json:"name,omitempty"`
+	ApprovedAt time.Time `json:"approved_at"`
+}
+
+type pendingRow struct {
+	UserID    string    `json:"user_id"`
+	Name      string    `json:"name,omitempty"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+func newPairListCommand(o *rootOptions) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "Show the allowlist, the approved users and the pending pairings (never the codes)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.withStore(cmd, func(ctx context.Context, cfg *config.Config, s *sqlitestore.Store) error {
+				pending, approved, err := s.Pairings(ctx, chat.ChannelTelegram)
+				if err != nil {
+					return err
+				}
+				l := pairListing{Channel: chat.ChannelTelegram, Allowlist: cfg.Channels.Telegram.Allowlist,
+					Approved: []pairedRow{}, Pending: []pendingRow{}}
+				if l.Allowlist == nil {
+					l.Allowlist = []string{}
+				}
+				for _, u := range approved {
+					l.Approved = append(l.Approved, pairedRow{u.UserID, u.DisplayName, u.ApprovedAt})
+				}
+				for _, p := range pending {
+					l.Pending = append(l.Pending, pendingRow{p.UserID, p.DisplayName, p.ExpiresAt})
+				}
+				out := cmd.OutOrStdout()
+				if asJSON {
+					b, _ := json.Marshal([]pairListing{l})
+					fmt.Fprintln(out, string(b))
+					return nil
+				}
+				printListing(out, l, time.Now())
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the listing as JSON")
+	return cmd
+}
+
+func printListing(w io.Writer, l pairListing, now time.Time) {
+	fmt.Fprintf(w, "%s\n", l.Channel)
+	allow := "(none)"
+	if len(l.Allowlist) > 0 {
+		allow = strings.Join(l.Allowlist, ", ")
+	}
+	fmt.Fprintf(w, "  allowlist (config): %s\n", allow)
+	fmt.Fprintf(w, "  approved: %d\n", len(l.Approved))
+	for _, u := range l.Approved {
+		fmt.Fprintf(w, "    %-14s %-28s approved %s\n", u.UserID, orDash(u.Name), u.ApprovedAt.Local().Format(time.RFC3339))
+	}
+	fmt.Fprintf(w, "  pending: %d\n", len(l.Pending))
+	for _, p := range l.Pending {
+		fmt.Fprintf(w, "    %-14s %-28s expires in %s\n", p.UserID, orDash(p.Name), p.ExpiresAt.Sub(now).Round(time.Minute))
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func newPairApproveCommand(o *rootOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "approve CODE",
+		Short: "Admit the user who received CODE (one-time, valid for 1 hour)",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageError("pair approve: exactly one CODE is required")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.withStore(cmd, func(ctx context.Context, _ *config.Config, s *sqlitestore.Store) error {
+				u, err := s.Approve(ctx, args[0])
+				if errors.Is(err, chat.ErrNoPairing) {
+					return &exitError{code: 1, msg: "pair approve: " + err.Error()}
+				}
+				if err != nil {
+					return err
+				}
+				name := ""
+				if u.DisplayName != "" {
+					name = " (" + u.DisplayName + ")"
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "approved %s user %s%s: their next message is answered\n", u.Channel, u.UserID, name)
+				return nil
+			})
+		},
+	}
+}
+
+func newPairRevokeCommand(o *rootOptions) *cobra.Command {
+	var channel string
+	cmd := &cobra.Command{
+		Use:   "revoke USER",
+		Short: "Remove an approved user (by user id, as `garra pair list` shows it)",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 || strings.TrimSpace(args[0]) == "" {
+				return usageError("pair revoke: exactly one USER id is required")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if channel != chat.ChannelTelegram {
+				return usageError("pair revoke: --channel: only telegram has pairing")
+			}
+			user := strings.TrimSpace(args[0])
+			return o.withStore(cmd, func(ctx context.Context, cfg *config.Config, s *sqlitestore.Store) error {
+				err := s.Revoke(ctx, channel, user)
+				inConfig := slices.Contains(cfg.Channels.Telegram.Allowlist, user)
+				switch {
+				case errors.Is(err, chat.ErrNotPaired) && inConfig:
+					return &exitError{code: 1, msg: fmt.Sprintf("pair revoke: user %s is in channels.telegram.allowlist: remove it from the config", user)}
+				case errors.Is(err, chat.ErrNotPaired):
+					return &exitError{code: 1, msg: fmt.Sprintf("pair revoke: user %s is not approved", user)}
+				case err != nil:
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "revoked %s user %s\n", channel, user)
+				if inConfig {
+					fmt.Fprintf(cmd.OutOrStdout(), "note: user %s is still admitted by channels.telegram.allowlist\n", user)
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&channel, "channel", chat.ChannelTelegram, "channel of the user")
+	return cmd
+}
+
+// chatRuntime is what `garra gateway` runs besides HTTP: the conversation
+// store and the channels that have a token.
+type chatRuntime struct {
+	Store  *sqlitestore.Store
+	Sender chat.Sender // the Telegram channel, or chat.Empty{} without a token
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// startChat opens <data_dir>/garra.db and starts the Telegram channel when
+// the variable named by channels.telegram.bot_token_env is set. Close stops
+// the channel and then closes the store.
+func startChat(ctx context.Context, cfg *config.Config, getenv func(string) string, log *slog.Logger) (*chatRuntime, error) {
+	store, err := openChatStore(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("chat store: %w", err)
+	}
+	log.Info("conversation store open", "path", store.Path())
+	ctx, cancel := context.WithCancel(ctx)
+	rt := &chatRuntime{Store: store, Sender: chat.Empty{}, cancel: cancel}
+	tg := cfg.Channels.Telegram
+	ch, err := telegram.New(telegram.Options{
+		Config: tg, Getenv: getenv, Store: store, Logger: log,
+		Asker:   &ask.Core{Config: cfg, Redactor: redact.Default(), Getenv: getenv, Retries: ask.DefaultRetries},
+		Request: ask.Request{Provider: cfg.LLM.Provider, Model: cfg.LLM.Model},
+	})
+	switch {
+	case errors.Is(err, telegram.ErrNoToken):
+		log.Info("telegram channel disabled: no bot token", "enable", "set "+tg.BotTokenEnv)
+	case err != nil:
+		cancel()
+		_ = store.Close()
+		return nil, err
+	default:
+		rt.Sender = ch
+		rt.wg.Go(func() { _ = ch.Run(ctx) })
+	}
+	return rt, nil
+}
+
+// Close stops the channels, waits for them, and closes the store.
+func (rt *chatRuntime) Close() error {
+	rt.cancel()
+	rt.wg.Wait()
+	return rt.Store.Close()
+}

@@ -1,0 +1,234 @@
+package gateway
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/garraia/garra/internal/ask"
+	"github.com/garraia/garra/internal/chat"
+)
+
+// The owner's chat API (the Web Console's routes):
+//
+//	GET  /api/sessions[?channel=telegram|web]  the rows of garra_list_chats
+//	GET  /api/sessions/{id}/messages[?limit=N]  the last N messages, oldest first
+//	POST /api/sessions/{id}/messages            {"text": "..."}: talk to the assistant
+//
+// The routes exist only when gateway.api_key (or GARRAIA_GATEWAY_API_KEY) is
+// set, whether or not the MCP bridge is enabled, and sit behind the same
+// layers as /mcp: per-IP rate limit, origin guard, Host guard and the bearer
+// gate (401). They are the owner's: an orchestrator's valid token gets 403.
+// The owner reads conversations unredacted (they are the owner's own); the
+// redaction of garra_read_history is for what leaves the machine.
+//
+// POST speaks only to web conversations: {id} is "new" (a "web:<uuid>" is
+// created and returned) or "web:<1-64 of A-Z a-z 0-9 _ ->", created on its
+// first message (201) and continued afterwards (200). The user's message is
+// stored first, then the model is asked with the conversation's recent
+// history and the reply is stored and returned. A model failure answers 502
+// with the garra.ask.v1 error kind; the user's message stays stored.
+
+const (
+	// chatAPIMaxBody bounds a POST body (413 beyond).
+	chatAPIMaxBody = ask.MaxMessageBytes + 4<<10
+	// chatAPIMaxLimit bounds ?limit= of GET messages.
+	chatAPIMaxLimit = 1000
+	// NewSessionID is the {id} that creates a web conversation.
+	NewSessionID = "new"
+)
+
+var webChatID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// mountChatAPI registers the chat API on mux (nothing without a key).
+func (g *Gateway) mountChatAPI(mux *http.ServeMux) {
+	if g.cfg.Gateway.APIKey == "" {
+		g.log.Info("chat API not mounted: /api/sessions needs a credential", "fix", "set gateway.api_key or GARRAIA_GATEWAY_API_KEY")
+		return
+	}
+	creds := g.creds
+	if creds == nil { // the MCP bridge is off: same credentials, quietly
+		creds = callersFrom(g.cfg, g.getenv, slog.New(slog.DiscardHandler))
+	}
+	refused := g.metrics.refused
+	wrap := func(h http.HandlerFunc) http.Handler {
+		var x http.Handler = h
+		x = requireOwner(refused, x)
+		x = requireBearer(creds, refused, x)
+		x = hostGuard(g.cfg.Gateway.AllowedHosts, refused, x)
+		x = originGuard(refused, x)
+		return g.limiter.middleware(refused, x)
+	}
+	mux.Handle("GET /api/sessions", wrap(g.apiListSessions))
+	mux.Handle("GET /api/sessions/{id}/messages", wrap(g.apiReadMessages))
+	mux.Handle("POST /api/sessions/{id}/messages", wrap(g.apiPostMessage))
+}
+
+// requireOwner refuses every caller but the gateway key's holder.
+func requireOwner(onRefuse func(kind string), next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, ok := callerFrom(r.Context()); !ok || !c.Owner {
+			onRefuse("not_owner")
+			writeJSONError(w, http.StatusForbidden, "forbidden", "the chat API is the owner's: use the gateway key")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// chatRecorder is the writer behind Options.Store, when it has one (the
+// SQLite store does; chat.Empty does not).
+func (g *Gateway) chatRecorder() chat.Recorder {
+	r, _ := g.store.(chat.Recorder)
+	return r
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (g *Gateway) apiListSessions(w http.ResponseWriter, r *http.Request) {
+	channel := r.URL.Query().Get("channel")
+	if channel != "" && channel != chat.ChannelTelegram && channel != chat.ChannelWeb {
+		writeJSONError(w, http.StatusBadRequest, "invalid_params", "channel: must be telegram or web")
+		return
+	}
+	convs, err := g.store.Conversations(r.Context(), channel)
+	if err != nil {
+		g.log.Error("conversation store", "error", err)
+		writeJSONError(w, http.StatusServiceUnavailable, "unavailable", "conversation store unavailable")
+		return
+	}
+	if convs == nil {
+		convs = []chat.Conversation{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": convs})
+}
+
+func (g *Gateway) apiReadMessages(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	limit := g.cfg.Gateway.MCPHTTP.MaxHistoryMessages
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > chatAPIMaxLimit {
+			writeJSONError(w, http.StatusBadRequest, "invalid_params", "limit: must be in [1, "+strconv.Itoa(chatAPIMaxLimit)+"]")
+			return
+		}
+		limit = n
+	}
+	msgs, err := g.store.History(r.Context(), id, limit)
+	if errors.Is(err, chat.ErrNotFound) {
+		writeJSONError(w, http.StatusNotFound, "not_found", "no such conversation")
+		return
+	}
+	if err != nil {
+		g.log.Error("conversation store", "error", err)
+		writeJSONError(w, http.StatusServiceUnavailable, "unavailable", "conversation store unavailable")
+		return
+	}
+	if msgs == nil {
+		msgs = []chat.Message{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"chat": id, "messages": msgs})
+}
+
+func (g *Gateway) apiPostMessage(w http.ResponseWriter, r *http.Request) {
+	rec := g.chatRecorder()
+	if rec == nil {
+		writeJSONError(w, http.StatusServiceUnavailable, "unavailable", "no conversation store is configured")
+		return
+	}
+	id := r.PathValue("id")
+	if id == NewSessionID {
+		id = chat.ConvID(chat.ChannelWeb, uuid.NewString())
+	}
+	channel, chatID, ok := chat.SplitConvID(id)
+	switch {
+	case ok && channel != chat.ChannelWeb:
+		writeJSONError(w, http.StatusBadRequest, "channel_unsupported", "only web conversations take messages here")
+		return
+	case !ok || !webChatID.MatchString(chatID):
+		writeJSONError(w, http.StatusBadRequest, "invalid_params", `id: "new" or "web:" followed by 1-64 of A-Z a-z 0-9 _ -`)
+		return
+	}
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		writeJSONError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "Content-Type must be application/json")
+		return
+	}
+	var body struct {
+		Text *string `json:"text"`
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, chatAPIMaxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeJSONError(w, http.StatusRequestEntityTooLarge, "too_large", "body too large")
+			return
+		}
+		writeJSONError(w, http.StatusBadRequest, "invalid_params", "body: want {\"text\": \"...\"}")
+		return
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		writeJSONError(w, http.StatusBadRequest, "invalid_params", "body: want one JSON object")
+		return
+	}
+	switch {
+	case body.Text == nil || strings.TrimSpace(*body.Text) == "":
+		writeJSONError(w, http.StatusBadRequest, "invalid_params", "text: required and not empty")
+		return
+	case len(*body.Text) > ask.MaxMessageBytes:
+		writeJSONError(w, http.StatusBadRequest, "invalid_params", "text: at most "+strconv.Itoa(ask.MaxMessageBytes)+" bytes")
+		return
+	case !utf8.ValidString(*body.Text):
+		writeJSONError(w, http.StatusBadRequest, "invalid_params", "text: must be valid UTF-8")
+		return
+	}
+	text := strings.TrimSpace(*body.Text)
+
+	ctx := r.Context()
+	_, err := g.store.History(ctx, id, 1)
+	created := errors.Is(err, chat.ErrNotFound)
+	if err != nil && !created {
+		g.log.Error("conversation store", "error", err)
+		writeJSONError(w, http.StatusServiceUnavailable, "unavailable", "conversation store unavailable")
+		return
+	}
+	if err := rec.Append(ctx, id, chat.ChannelWeb, chat.Message{Role: chat.RoleUser, Text: text, At: g.now().UTC()}); err != nil {
+		g.log.Error("conversation store", "error", err)
+		writeJSONError(w, http.StatusServiceUnavailable, "unavailable", "conversation store unavailable")
+		return
+	}
+	a := &chat.Assistant{Store: g.store, Recorder: rec, Asker: g.askCore, Now: g.now,
+		Request: ask.Request{Provider: g.cfg.LLM.Provider, Model: g.cfg.LLM.Model}}
+	reply, env, err := a.Reply(ctx, id, chat.ChannelWeb, text)
+	if err != nil {
+		g.log.Error("conversation store", "error", err)
+		writeJSONError(w, http.StatusServiceUnavailable, "unavailable", "conversation store unavailable")
+		return
+	}
+	if !env.OK {
+		// Neither the question nor the answer goes to the log.
+		g.log.Warn("chat API: no answer from the model", "error_kind", env.Error.Kind)
+		writeJSON(w, http.StatusBadGateway, map[string]any{"error": env.Error.Kind, "message": g.red.String(env.Error.Message), "chat": id})
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+		w.Header().Set("Location", "/api/sessions/"+id+"/messages")
+	}
+	writeJSON(w, status, map[string]any{"chat": id, "created": created, "reply": reply, "provider": env.Provider, "model": env.Model})
+}
