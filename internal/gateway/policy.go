@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/garraia/garra/internal/config"
 )
@@ -171,7 +172,16 @@ func SendTargetRefusal(c Caller, channel, chatID string, approved []string) stri
 // ChatInScope reports whether the caller may see or send to a
 // conversation. The owner sees everything; an orchestrator sees only the
 // conversations its `chats` list names, so an empty list admits none: a
-// third party gets the owner's conversations only by explicit grant.
+// third party gets the owner's conversations only by explicit grant. An
+// entry is a conversation id ("telegram:-100123") or a bare chat id
+// ("-100123", as the GarraServer resource writes them), which matches that
+// chat on any channel.
 func ChatInScope(c Caller, id string) bool {
-	return c.Owner || slices.Contains(c.Chats, id)
+	if c.Owner {
+		return true
+	}
+	_, chatID, _ := strings.Cut(id, ":")
+	return slices.ContainsFunc(c.Chats, func(entry string) bool {
+		return entry == id || (!strings.Contains(entry, ":") && entry == chatID)
+	})
 }

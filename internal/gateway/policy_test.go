@@ -199,6 +199,30 @@ func TestBudgetExactUnderConcurrency(t *testing.T) {
 	}
 }
 
+func TestChatInScope(t *testing.T) {
+	tests := []struct {
+		chats []string
+		id    string
+		want  bool
+	}{
+		{nil, "telegram:1", false},
+		{[]string{"telegram:1"}, "telegram:1", true},
+		{[]string{"telegram:1"}, "web:1", false},
+		{[]string{"1"}, "telegram:1", true},
+		{[]string{"-1001"}, "telegram:-1001", true},
+		{[]string{"1"}, "telegram:11", false},
+		{[]string{"web:abc"}, "telegram:abc", false},
+	}
+	for _, tt := range tests {
+		if got := ChatInScope(Caller{Name: "o", Chats: tt.chats}, tt.id); got != tt.want {
+			t.Errorf("ChatInScope(%v, %q) = %v", tt.chats, tt.id, got)
+		}
+	}
+	if !ChatInScope(Caller{Owner: true}, "web:x") {
+		t.Error("the owner sees every conversation")
+	}
+}
+
 func TestWorkspaceDir(t *testing.T) {
 	a, b := WorkspaceDir("/data", "badgood"), WorkspaceDir("/data", "n8n")
 	if a == b || !strings.HasPrefix(a, "/data/workspace/") || len(a) != len("/data/workspace/")+32 {
