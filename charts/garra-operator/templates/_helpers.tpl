@@ -1,0 +1,67 @@
+{{/* Chart name, overridable by nameOverride. */}}
+{{- define "garra-operator.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Full name: fullnameOverride, else the release name (when it contains the chart name), else release-chart. */}}
+{{- define "garra-operator.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Selector labels of the manager pods. */}}
+{{- define "garra-operator.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "garra-operator.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: manager
+{{- end }}
+
+{{/* Labels of every object. */}}
+{{- define "garra-operator.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "garra-operator.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* Name of the manager's ServiceAccount. */}}
+{{- define "garra-operator.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "garra-operator.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* Tag of the manager image: image.tag, else the chart's appVersion. */}}
+{{- define "garra-operator.tag" -}}
+{{- default .Chart.AppVersion .Values.image.tag }}
+{{- end }}
+
+{{/* The manager image. */}}
+{{- define "garra-operator.image" -}}
+{{- printf "%s:%s" .Values.image.repository (include "garra-operator.tag" .) }}
+{{- end }}
+
+{{/* --garra-image: garraImage, else the manager image (it carries garra). */}}
+{{- define "garra-operator.garraImage" -}}
+{{- default (include "garra-operator.image" .) .Values.garraImage }}
+{{- end }}
+
+{{/* --sandbox-image: sandboxImage, else <image.repository>-sandbox:<tag>. */}}
+{{- define "garra-operator.sandboxImage" -}}
+{{- default (printf "%s-sandbox:%s" .Values.image.repository (include "garra-operator.tag" .)) .Values.sandboxImage }}
+{{- end }}
+
+{{/* Namespace of the leader-election Lease. */}}
+{{- define "garra-operator.leaseNamespace" -}}
+{{- default .Release.Namespace .Values.leaderElection.namespace }}
+{{- end }}
