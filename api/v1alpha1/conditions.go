@@ -1,0 +1,51 @@
+package v1alpha1
+
+// Condition types of GarraServer status.
+const (
+	// ConditionReady is true when the gateway and every orchestrator's
+	// sandbox have an available replica and the spec is usable.
+	ConditionReady = "Ready"
+	// ConditionGatewayReady is true when the gateway Deployment has an
+	// available replica and every Secret it references exists.
+	ConditionGatewayReady = "GatewayReady"
+	// ConditionOrchestratorsReady is true when every orchestrator's sandbox
+	// Deployment has an available replica (vacuously true with none).
+	ConditionOrchestratorsReady = "OrchestratorsReady"
+)
+
+// Condition reasons.
+const (
+	// ReasonReady: everything is available.
+	ReasonReady = "Ready"
+	// ReasonNotReady: some part is not available yet; the other conditions say which.
+	ReasonNotReady = "NotReady"
+	// ReasonInvalidSpec: the spec cannot be acted on until the user fixes it
+	// (the message names the field); the controller does not retry.
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonAvailable: the Deployment has an available replica.
+	ReasonAvailable = "Available"
+	// ReasonProgressing: the Deployment exists but has no available replica yet.
+	ReasonProgressing = "Progressing"
+	// ReasonSecretMissing: a Secret or key the spec references does not exist.
+	ReasonSecretMissing = "SecretMissing"
+	// ReasonNoOrchestrators: the spec lists no orchestrator.
+	ReasonNoOrchestrators = "NoOrchestrators"
+)
+
+// Event reasons, on the GarraServer.
+const (
+	// EventSecretGenerated: a Secret with generated credentials was created.
+	EventSecretGenerated = "SecretGenerated"
+	// EventOrchestratorAdded: an orchestrator appeared in the spec.
+	EventOrchestratorAdded = "OrchestratorAdded"
+	// EventOrchestratorRemoved: an orchestrator left the spec and its objects were deleted.
+	EventOrchestratorRemoved = "OrchestratorRemoved"
+	// EventInvalidSpec: the spec cannot be acted on (see the Ready condition).
+	EventInvalidSpec = "InvalidSpec"
+	// EventConfigWarning: the rendered config.yml has a problem the gateway
+	// works around (fails closed), e.g. an orchestrator listing agent while
+	// allowAgent is false, or a redact pattern that does not compile.
+	EventConfigWarning = "ConfigWarning"
+	// EventSecretMissing: a referenced Secret or key does not exist.
+	EventSecretMissing = "SecretMissing"
+)

@@ -1,0 +1,413 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// GarraServer is one Garra gateway with its orchestrators: the gateway
+// Deployment (which holds the LLM key and runs the agent loop) and, per
+// orchestrator, a sandbox pod that is the agent's hands on its own workspace.
+//
+// The name prefixes every child object, whose Services are DNS labels:
+// it must be a DNS-1035 label of at most 55 characters, and together with
+// each orchestrator name at most 54 (NAME-sandbox-O is at most 63).
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=garra;gs,categories=garra
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Orchestrators",type=string,JSONPath=`.status.orchestratorsReady`,description="ready/total sandboxes"
+// +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=`.status.endpoint`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 55 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label (lower-case letters, digits, '-', starting with a letter) of at most 55 characters: it prefixes the Service NAME-gateway"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.orchestrators) || self.spec.orchestrators.all(o, size(self.metadata.name) + size(o.name) <= 54)",message="metadata.name and an orchestrator name together must be at most 54 characters: the Service NAME-sandbox-O is a DNS label of at most 63"
+type GarraServer struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   GarraServerSpec   `json:"spec"`
+	Status GarraServerStatus `json:"status,omitempty"`
+}
+
+// GarraServerList is a list of GarraServers.
+//
+// +kubebuilder:object:root=true
+type GarraServerList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []GarraServer `json:"items"`
+}
+
+// GarraServerSpec is the desired gateway and its orchestrators.
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.gateway) && has(self.gateway.allowSend) && self.gateway.allowSend) || (has(self.channels) && has(self.channels.telegram) && has(self.channels.telegram.proactiveChatIDs) && size(self.channels.telegram.proactiveChatIDs) > 0)",fieldPath=".gateway.allowSend",message="allowSend needs at least one approved destination in channels.telegram.proactiveChatIDs (with none, every send is refused)"
+type GarraServerSpec struct {
+	// Image of the gateway container. Empty means the manager's --garra-image.
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// SandboxImage is the default image of the orchestrators' sandbox
+	// containers. Empty means the manager's --sandbox-image.
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	SandboxImage string `json:"sandboxImage,omitempty"`
+
+	// LLM is the provider the gateway's ask and agent tools call.
+	LLM LLMSpec `json:"llm"`
+
+	// Gateway holds the knobs of the gateway's POST /mcp bridge.
+	// +kubebuilder:default={}
+	// +optional
+	Gateway GatewaySpec `json:"gateway,omitempty"`
+
+	// Channels configures the chat channels (Telegram).
+	// +optional
+	Channels *ChannelsSpec `json:"channels,omitempty"`
+
+	// Orchestrators are the external callers of the gateway; each gets its
+	// own bearer token, sandbox pod and workspace volume.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Orchestrators []OrchestratorSpec `json:"orchestrators,omitempty"`
+}
+
+// Provider is an LLM provider kind.
+// +kubebuilder:validation:Enum=ollama;anthropic;openai;openrouter
+type Provider string
+
+// The four provider kinds.
+const (
+	ProviderOllama     Provider = "ollama"
+	ProviderAnthropic  Provider = "anthropic"
+	ProviderOpenAI     Provider = "openai"
+	ProviderOpenRouter Provider = "openrouter"
+)
+
+// LLMSpec selects the provider, the model and how to reach them.
+//
+// +kubebuilder:validation:XValidation:rule="self.provider == 'ollama' || has(self.apiKeySecretRef)",fieldPath=".apiKeySecretRef",message="apiKeySecretRef is required unless provider is ollama"
+type LLMSpec struct {
+	// Provider is the provider kind.
+	// +kubebuilder:default=openrouter
+	// +optional
+	Provider Provider `json:"provider,omitempty"`
+
+	// Model is the default model. Empty means the gateway's project default.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Model string `json:"model,omitempty"`
+
+	// BaseURL overrides the provider's endpoint (a local ollama, a proxy).
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self == '' || (isURL(self) && url(self).getScheme() in ['http', 'https'])",message="baseURL must be an http or https URL"
+	// +optional
+	BaseURL string `json:"baseURL,omitempty"`
+
+	// APIKeySecretRef names the Secret key holding the provider's API key. It
+	// reaches the gateway only as the environment variable GARRA_LLM_API_KEY.
+	// +optional
+	APIKeySecretRef *SecretKeySelector `json:"apiKeySecretRef,omitempty"`
+}
+
+// SecretKeySelector names one key of a Secret in the GarraServer's namespace.
+// The operator reads such a Secret (to roll pods when it changes) and never
+// writes it.
+type SecretKeySelector struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+
+	// Key within the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key"`
+}
+
+// GatewaySpec holds the gateway's knobs. Names, defaults and bounds are those
+// of gateway.mcp_http in the gateway's config.yml; the bridge itself is
+// always enabled by the operator.
+type GatewaySpec struct {
+	// APIKeySecretRef names an existing Secret key with the owner's bearer
+	// credential (GARRAIA_GATEWAY_API_KEY). When absent the operator
+	// generates one (32 random bytes, base64url) in the Secret NAME-gateway,
+	// key api-key, once.
+	// +optional
+	APIKeySecretRef *SecretKeySelector `json:"apiKeySecretRef,omitempty"`
+
+	// AllowSend unlocks garra_send_message. It needs at least one
+	// channels.telegram.proactiveChatIDs entry: the list is the approval.
+	// +kubebuilder:default=false
+	// +optional
+	AllowSend bool `json:"allowSend,omitempty"`
+
+	// AllowAsk unlocks garra_ask, which spends LLM tokens.
+	// +kubebuilder:default=false
+	// +optional
+	AllowAsk bool `json:"allowAsk,omitempty"`
+
+	// AskAllowedModels is the model allowlist shared by garra_ask and
+	// garra_agent. Empty means only the project default model.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=256
+	// +optional
+	AskAllowedModels []string `json:"askAllowedModels,omitempty"`
+
+	// AskBudgetPerMinute is garra_ask's budget for the whole bridge.
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	AskBudgetPerMinute int32 `json:"askBudgetPerMinute,omitempty"`
+
+	// AllowAgent unlocks garra_agent for the orchestrators that list agent.
+	// +kubebuilder:default=false
+	// +optional
+	AllowAgent bool `json:"allowAgent,omitempty"`
+
+	// AgentBudgetPerMinute is garra_agent's budget for the whole bridge.
+	// +kubebuilder:default=2
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	AgentBudgetPerMinute int32 `json:"agentBudgetPerMinute,omitempty"`
+
+	// AgentMaxSeconds is the wall-clock ceiling of one agent run.
+	// +kubebuilder:default=300
+	// +kubebuilder:validation:Minimum=5
+	// +kubebuilder:validation:Maximum=600
+	// +optional
+	AgentMaxSeconds int32 `json:"agentMaxSeconds,omitempty"`
+
+	// MaxHistoryMessages caps garra_read_history.
+	// +kubebuilder:default=50
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxHistoryMessages int32 `json:"maxHistoryMessages,omitempty"`
+
+	// RedactPatterns are extra regexes redacted on top of the built-ins
+	// (RE2/Rust syntax, linear time). A pattern that does not compile or that
+	// matches the empty string is ignored by the gateway and reported as a
+	// Warning event.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=512
+	// +optional
+	RedactPatterns []string `json:"redactPatterns,omitempty"`
+
+	// RateLimitPerMinute is the per-IP request limit (gateway.rate_limit).
+	// +kubebuilder:default=120
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	RateLimitPerMinute int32 `json:"rateLimitPerMinute,omitempty"`
+
+	// Storage is the gateway's data volume (conversations, audit).
+	// +kubebuilder:default={}
+	// +optional
+	Storage StorageSpec `json:"storage,omitempty"`
+
+	// Resources of the gateway container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// StorageSpec sizes a PersistentVolumeClaim. Kubernetes allows only growing
+// a bound claim (when its class allows expansion); other changes after the
+// claim exists are not applied.
+type StorageSpec struct {
+	// Size of the claim; it must be positive (checked by the controller: a
+	// CEL rule over a quantity in a list of 32 exceeds the cost budget).
+	// +kubebuilder:default="1Gi"
+	// +optional
+	Size resource.Quantity `json:"size,omitzero"`
+
+	// StorageClassName of the claim. Empty means the cluster's default class.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	StorageClassName string `json:"storageClassName,omitempty"`
+}
+
+// ChannelsSpec configures the chat channels.
+type ChannelsSpec struct {
+	// Telegram configures the Telegram channel.
+	// +optional
+	Telegram *TelegramSpec `json:"telegram,omitempty"`
+}
+
+// TelegramSpec configures the Telegram channel.
+type TelegramSpec struct {
+	// BotTokenSecretRef names the Secret key with the bot token; it reaches
+	// the gateway only as TELEGRAM_BOT_TOKEN.
+	// +optional
+	BotTokenSecretRef *SecretKeySelector `json:"botTokenSecretRef,omitempty"`
+
+	// ProactiveChatIDs are the approved destinations of garra_send_message.
+	// Strings, because Telegram chat ids are 64-bit and may be negative.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:Pattern=`^-?[0-9]{1,19}$`
+	// +optional
+	ProactiveChatIDs []string `json:"proactiveChatIDs,omitempty"`
+
+	// Allowlist are the Telegram users allowed to talk to the bot.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=64
+	// +optional
+	Allowlist []string `json:"allowlist,omitempty"`
+}
+
+// Tool is one gateway tool an orchestrator may call.
+// +kubebuilder:validation:Enum=status;list_chats;read_history;pair_status;send_message;ask;agent
+type Tool string
+
+// The closed set of orchestrator tools.
+const (
+	ToolStatus      Tool = "status"
+	ToolListChats   Tool = "list_chats"
+	ToolReadHistory Tool = "read_history"
+	ToolPairStatus  Tool = "pair_status"
+	ToolSendMessage Tool = "send_message"
+	ToolAsk         Tool = "ask"
+	ToolAgent       Tool = "agent"
+)
+
+// OrchestratorSpec is one external caller of the gateway with its sandbox.
+type OrchestratorSpec struct {
+	// Name identifies the orchestrator: a DNS label of at most 40 characters.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// Tools this orchestrator may call. Listing agent while
+	// gateway.allowAgent is false is allowed (allowAgent is the bridge-wide
+	// kill switch) and reported as a Warning event.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=7
+	// +optional
+	Tools []Tool `json:"tools,omitempty"`
+
+	// Chats this orchestrator may read; empty means none.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=256
+	// +optional
+	Chats []string `json:"chats,omitempty"`
+
+	// TokenSecretRef names an existing Secret key with this orchestrator's
+	// bearer token (bring your own). When absent the token is key token of
+	// the generated Secret NAME-orch-O.
+	// +optional
+	TokenSecretRef *SecretKeySelector `json:"tokenSecretRef,omitempty"`
+
+	// Workspace is the orchestrator's own volume, mounted at /workspace in
+	// its sandbox and nowhere else.
+	// +kubebuilder:default={}
+	// +optional
+	Workspace WorkspaceSpec `json:"workspace,omitempty"`
+
+	// Sandbox is the orchestrator's tool runtime pod.
+	// +kubebuilder:default={}
+	// +optional
+	Sandbox SandboxSpec `json:"sandbox,omitempty"`
+}
+
+// WorkspaceSpec is an orchestrator's workspace claim NAME-ws-O.
+type WorkspaceSpec struct {
+	StorageSpec `json:",inline"`
+
+	// Retain keeps the claim when the orchestrator is removed from the spec
+	// or the GarraServer is deleted: a retained claim carries no owner
+	// reference (so deletion never cascades to it) and is adopted again by
+	// an orchestrator of the same name.
+	// +kubebuilder:default=false
+	// +optional
+	Retain bool `json:"retain,omitempty"`
+}
+
+// Egress is the network a sandbox may reach.
+// +kubebuilder:validation:Enum=none;internet
+type Egress string
+
+const (
+	// EgressNone denies all egress, DNS included: the sandbox only answers
+	// the gateway.
+	EgressNone Egress = "none"
+	// EgressInternet allows public IPv4 addresses (no private, CGNAT or
+	// link-local ranges, so no cloud metadata) and DNS to kube-dns.
+	EgressInternet Egress = "internet"
+)
+
+// SandboxSpec is an orchestrator's sandbox pod.
+type SandboxSpec struct {
+	// Image of the sandbox container. Empty means spec.sandboxImage, then
+	// the manager's --sandbox-image.
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// Resources of the sandbox container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Egress is what the sandbox may reach: none (default) or internet.
+	// +kubebuilder:default=none
+	// +optional
+	Egress Egress `json:"egress,omitempty"`
+}
+
+// GarraServerStatus is derived afresh from the cluster on every reconcile.
+type GarraServerStatus struct {
+	// ObservedGeneration is the generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions are Ready, GatewayReady and OrchestratorsReady.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Endpoint is the in-cluster URL of the gateway's MCP bridge.
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
+
+	// OrchestratorsReady is "ready/total" sandboxes, for kubectl get.
+	// +optional
+	OrchestratorsReady string `json:"orchestratorsReady,omitempty"`
+
+	// Orchestrators has one row per orchestrator of the spec.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Orchestrators []OrchestratorStatus `json:"orchestrators,omitempty"`
+}
+
+// OrchestratorStatus is the observed state of one orchestrator.
+type OrchestratorStatus struct {
+	// Name of the orchestrator.
+	Name string `json:"name"`
+	// Ready is true when its sandbox Deployment has an available replica.
+	Ready bool `json:"ready"`
+	// TokenSecret is the Secret holding its bearer token (key token, or the
+	// key named by tokenSecretRef).
+	// +optional
+	TokenSecret string `json:"tokenSecret,omitempty"`
+	// WorkspaceClaim is its workspace PersistentVolumeClaim.
+	// +optional
+	WorkspaceClaim string `json:"workspaceClaim,omitempty"`
+	// SandboxEndpoint is the in-cluster URL of its sandbox.
+	// +optional
+	SandboxEndpoint string `json:"sandboxEndpoint,omitempty"`
+}

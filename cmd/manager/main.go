@@ -1,0 +1,141 @@
+// Command manager is the Garra operator: a controller-runtime manager
+// running the GarraServer controller (controllers/).
+//
+// Flags: --metrics-bind-address (":8080"; "0" disables),
+// --health-probe-bind-address (":8081", serving /healthz and /readyz),
+// --leader-elect, --garra-image, --sandbox-image, and controller-runtime's
+// --kubeconfig (or $KUBECONFIG, or the in-cluster config).
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
+	"github.com/garraia/garra/controllers"
+)
+
+// Default images, overridden by the deployment (kustomize, Helm).
+const (
+	defaultGarraImage   = "garra:latest"
+	defaultSandboxImage = "garra:latest"
+)
+
+// LeaderElectionID is the Lease the replicas of the manager compete for.
+const LeaderElectionID = "garra-operator.garra.garraia.io"
+
+type options struct {
+	metricsAddr, probeAddr   string
+	leaderElect              bool
+	garraImage, sandboxImage string
+	leaderElectionNamespace  string
+	zap                      zap.Options
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
+	var o options
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", `address of the metrics endpoint; "0" disables it`)
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader, so that only one replica reconciles")
+	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader Lease (default: the pod's namespace)")
+	fs.StringVar(&o.garraImage, "garra-image", defaultGarraImage, "gateway image of a GarraServer with an empty spec.image")
+	fs.StringVar(&o.sandboxImage, "sandbox-image", defaultSandboxImage, "sandbox image of an orchestrator with no image of its own nor spec.sandboxImage")
+	o.zap.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return o, nil
+}
+
+// newScheme knows the built-in types and GarraServer.
+func newScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(garrav1alpha1.AddToScheme(s))
+	return s
+}
+
+func main() {
+	// flag.CommandLine carries controller-runtime's --kubeconfig.
+	o, err := parseFlags(flag.CommandLine, os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		ctrl.Log.Error(err, "no kubeconfig: set --kubeconfig or KUBECONFIG, or run in a cluster")
+		os.Exit(1)
+	}
+	if err := run(ctrl.SetupSignalHandler(), o, cfg); err != nil {
+		ctrl.Log.Error(err, "manager stopped")
+		os.Exit(1)
+	}
+}
+
+// run starts the manager and blocks until ctx ends.
+func run(ctx context.Context, o options, cfg *rest.Config) error {
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  newScheme(),
+		Cache:                   controllers.CacheOptions(),
+		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        LeaderElectionID,
+		LeaderElectionNamespace: o.leaderElectionNamespace,
+		// The manager exits right after losing the lease, so stepping down
+		// early is safe and speeds up a rollout.
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return fmt.Errorf("new manager: %w", err)
+	}
+	r := &controllers.GarraServerReconciler{
+		Client:       mgr.GetClient(),
+		APIReader:    mgr.GetAPIReader(),
+		Recorder:     mgr.GetEventRecorder(controllers.FieldOwner),
+		GarraImage:   o.garraImage,
+		SandboxImage: o.sandboxImage,
+		Rand:         rand.Reader,
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	// Ready once the cache has synced: before that a reconcile would act
+	// on an empty view.
+	cacheSynced := func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("cache not synced")
+		}
+		return nil
+	}
+	if err := mgr.AddReadyzCheck("readyz", cacheSynced); err != nil {
+		return err
+	}
+	ctrl.Log.Info("starting manager", "garraImage", o.garraImage, "sandboxImage", o.sandboxImage, "leaderElect", o.leaderElect)
+	return mgr.Start(ctx)
+}

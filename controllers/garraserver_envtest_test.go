@@ -1,0 +1,738 @@
+package controllers
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL is made to be dot-imported
+	. "github.com/onsi/gomega"    //nolint:revive // likewise Gomega's matchers
+	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/yaml"
+
+	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
+	"github.com/garraia/garra/internal/config"
+)
+
+const (
+	timeout  = 20 * time.Second
+	interval = 100 * time.Millisecond
+)
+
+// newNamespace creates a namespace of its own for one spec.
+func newNamespace() string {
+	GinkgoHelper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "garra-"}}
+	must(k8sClient.Create(ctx, ns))
+	return ns.Name
+}
+
+func secret(ns, name string, data map[string]string) *corev1.Secret {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, StringData: data}
+	must(k8sClient.Create(ctx, s))
+	return s
+}
+
+// twoOrchestrators is team-a with the Secrets it names: badgood (generated
+// token, egress none) and n8n (its own token, egress internet, retained
+// workspace), Telegram with one approved chat, ask and agent on.
+func twoOrchestrators(ns string) *garrav1alpha1.GarraServer {
+	GinkgoHelper()
+	secret(ns, "llm-keys", map[string]string{"openrouter": "sk-or-test"})
+	secret(ns, "tg", map[string]string{"token": "123:telegram"})
+	secret(ns, "n8n-token", map[string]string{"token": "n8n-bearer"})
+	gs := &garrav1alpha1.GarraServer{
+		ObjectMeta: metav1.ObjectMeta{Name: "team-a", Namespace: ns},
+		Spec: garrav1alpha1.GarraServerSpec{
+			LLM: garrav1alpha1.LLMSpec{
+				Provider:        garrav1alpha1.ProviderOpenRouter,
+				Model:           "z-ai/glm-5.3-flash",
+				APIKeySecretRef: &garrav1alpha1.SecretKeySelector{Name: "llm-keys", Key: "openrouter"},
+			},
+			Gateway: garrav1alpha1.GatewaySpec{
+				AllowSend:      true,
+				AllowAsk:       true,
+				AllowAgent:     true,
+				RedactPatterns: []string{"corp-[0-9]{6}"},
+			},
+			Channels: &garrav1alpha1.ChannelsSpec{Telegram: &garrav1alpha1.TelegramSpec{
+				BotTokenSecretRef: &garrav1alpha1.SecretKeySelector{Name: "tg", Key: "token"},
+				ProactiveChatIDs:  []string{"-1001234567890"},
+				Allowlist:         []string{"42"},
+			}},
+			Orchestrators: []garrav1alpha1.OrchestratorSpec{
+				{Name: "badgood", Tools: []garrav1alpha1.Tool{"status", "agent"}},
+				{
+					Name:           "n8n",
+					Tools:          []garrav1alpha1.Tool{"status", "list_chats", "send_message"},
+					Chats:          []string{"telegram:-1001234567890"},
+					TokenSecretRef: &garrav1alpha1.SecretKeySelector{Name: "n8n-token", Key: "token"},
+					Workspace:      garrav1alpha1.WorkspaceSpec{Retain: true},
+					Sandbox:        garrav1alpha1.SandboxSpec{Egress: garrav1alpha1.EgressInternet},
+				},
+			},
+		},
+	}
+	must(k8sClient.Create(ctx, gs))
+	return gs
+}
+
+func get[T client.Object](ns, name string, obj T) T {
+	GinkgoHelper()
+	must(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj))
+	return obj
+}
+
+func server(ns string) *garrav1alpha1.GarraServer {
+	GinkgoHelper()
+	return get(ns, "team-a", &garrav1alpha1.GarraServer{})
+}
+
+// names lists the names of every object of a kind in ns, minus what the
+// API server itself puts there.
+func names(ns string, list client.ObjectList) []string {
+	GinkgoHelper()
+	must(k8sClient.List(ctx, list, client.InNamespace(ns)))
+	objs, err := objectsOfAny(list)
+	must(err)
+	var out []string
+	for _, o := range objs {
+		if o.GetName() == "kube-root-ca.crt" || o.GetName() == "default" || o.GetDeletionTimestamp() != nil {
+			continue
+		}
+		out = append(out, o.GetName())
+	}
+	sort.Strings(out)
+	return out
+}
+
+func objectsOfAny(list client.ObjectList) ([]client.Object, error) {
+	if l, ok := list.(*corev1.ConfigMapList); ok {
+		var out []client.Object
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+		return out, nil
+	}
+	return objectsOf(list)
+}
+
+// tableObjects is what ARCHITECTURE.md's table says team-a owns, by kind.
+func tableObjects(orchs ...string) map[string][]string {
+	want := map[string][]string{
+		"Secret":                {"team-a-gateway"},
+		"ConfigMap":             {"team-a-gateway"},
+		"PersistentVolumeClaim": {"team-a-gateway-data"},
+		"Deployment":            {"team-a-gateway"},
+		"Service":               {"team-a-gateway"},
+		"ServiceAccount":        nil,
+		"NetworkPolicy":         nil,
+	}
+	for _, o := range orchs {
+		want["Secret"] = append(want["Secret"], "team-a-orch-"+o)
+		want["PersistentVolumeClaim"] = append(want["PersistentVolumeClaim"], "team-a-ws-"+o)
+		for _, k := range []string{"Deployment", "Service", "ServiceAccount", "NetworkPolicy"} {
+			want[k] = append(want[k], "team-a-sandbox-"+o)
+		}
+	}
+	for _, v := range want {
+		sort.Strings(v)
+	}
+	return want
+}
+
+// children lists team-a's objects by kind (Secrets: only labelled ones,
+// so the bring-your-own Secrets of the spec are not counted).
+func children(ns string) map[string][]string {
+	GinkgoHelper()
+	got := map[string][]string{
+		"ConfigMap":             names(ns, &corev1.ConfigMapList{}),
+		"PersistentVolumeClaim": names(ns, &corev1.PersistentVolumeClaimList{}),
+		"Deployment":            names(ns, &appsv1.DeploymentList{}),
+		"Service":               names(ns, &corev1.ServiceList{}),
+		"ServiceAccount":        names(ns, &corev1.ServiceAccountList{}),
+		"NetworkPolicy":         names(ns, &networkingv1.NetworkPolicyList{}),
+	}
+	secrets := &corev1.SecretList{}
+	must(k8sClient.List(ctx, secrets, client.InNamespace(ns), client.MatchingLabels{LabelInstance: "team-a"}))
+	for _, s := range secrets.Items {
+		if s.DeletionTimestamp == nil {
+			got["Secret"] = append(got["Secret"], s.Name)
+		}
+	}
+	sort.Strings(got["Secret"])
+	return got
+}
+
+func condition(ns, typ string) *metav1.Condition {
+	GinkgoHelper()
+	return meta.FindStatusCondition(server(ns).Status.Conditions, typ)
+}
+
+// markAvailable plays the Deployment controller, which envtest lacks.
+func markAvailable(ns, name string, replicas int32) {
+	GinkgoHelper()
+	Eventually(func() error {
+		d := &appsv1.Deployment{}
+		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
+			return err
+		}
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: replicas, UpdatedReplicas: replicas, ReadyReplicas: replicas, AvailableReplicas: replicas}
+		return k8sClient.Status().Update(ctx, d)
+	}, timeout, interval).Should(Succeed())
+}
+
+func podHash(ns, name string) string {
+	GinkgoHelper()
+	return get(ns, name, &appsv1.Deployment{}).Spec.Template.Annotations[AnnotationInputsHash]
+}
+
+func secretData(ns, name string) map[string][]byte {
+	GinkgoHelper()
+	return get(ns, name, &corev1.Secret{}).Data
+}
+
+// eventReasons are the reasons of the events on team-a.
+func eventReasons(ns string) []string {
+	GinkgoHelper()
+	list := &eventsv1.EventList{}
+	must(k8sClient.List(ctx, list, client.InNamespace(ns)))
+	var out []string
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "GarraServer" && e.Regarding.Name == "team-a" {
+			out = append(out, e.Reason)
+		}
+	}
+	return out
+}
+
+func eventNotes(ns, reason string) []string {
+	GinkgoHelper()
+	list := &eventsv1.EventList{}
+	must(k8sClient.List(ctx, list, client.InNamespace(ns)))
+	var out []string
+	for _, e := range list.Items {
+		if e.Reason == reason {
+			out = append(out, e.Note)
+		}
+	}
+	return out
+}
+
+// reconciles is the controller's reconcile count so far.
+func reconciles() float64 {
+	GinkgoHelper()
+	families, err := ctrlmetrics.Registry.(prometheus.Gatherer).Gather()
+	must(err)
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == ControllerName {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
+}
+
+// settled waits until team-a's objects exist and the manager has stopped
+// writing in ns for a while.
+func settled(ns string, orchs ...string) {
+	GinkgoHelper()
+	Eventually(func() map[string][]string { return children(ns) }, timeout, interval).Should(Equal(tableObjects(orchs...)))
+	Eventually(func() int64 { return server(ns).Status.ObservedGeneration }, timeout, interval).Should(Equal(server(ns).Generation))
+	quiet(ns)
+}
+
+// quiet waits until no write happened in ns for two seconds.
+func quiet(ns string) {
+	GinkgoHelper()
+	last, since := len(writes.in(ns)), time.Now()
+	Eventually(func() bool {
+		if n := len(writes.in(ns)); n != last {
+			last, since = n, time.Now()
+		}
+		return time.Since(since) > 2*time.Second
+	}, timeout, interval).Should(BeTrue())
+}
+
+// update re-reads team-a, changes it and writes it back.
+func update(ns string, change func(*garrav1alpha1.GarraServer)) {
+	GinkgoHelper()
+	Eventually(func() error {
+		gs := server(ns)
+		change(gs)
+		return k8sClient.Update(ctx, gs)
+	}, timeout, interval).Should(Succeed())
+}
+
+// podEnv resolves a container's variables as the kubelet would.
+func podEnv(ns string, c corev1.Container) map[string]string {
+	GinkgoHelper()
+	env := map[string]string{}
+	for _, e := range c.Env {
+		if e.ValueFrom == nil {
+			env[e.Name] = e.Value
+			continue
+		}
+		ref := e.ValueFrom.SecretKeyRef
+		Expect(ref).NotTo(BeNil(), e.Name)
+		v, ok := secretData(ns, ref.Name)[ref.Key]
+		Expect(ok).To(BeTrue(), "%s: Secret %s has no key %s", e.Name, ref.Name, ref.Key)
+		env[e.Name] = string(v)
+	}
+	return env
+}
+
+var _ = Describe("GarraServer", func() {
+	var ns string
+	BeforeEach(func() { ns = newNamespace() })
+
+	It("creates exactly the objects of the table, owned, labelled, hardened and wired", func() {
+		twoOrchestrators(ns)
+		By("waiting for every object of the table")
+		settled(ns, "badgood", "n8n")
+		gs := server(ns)
+
+		By("checking owners and labels")
+		ownedBy := func(obj client.Object) {
+			GinkgoHelper()
+			refs := obj.GetOwnerReferences()
+			Expect(refs).To(HaveLen(1), obj.GetName())
+			Expect(refs[0].UID).To(Equal(gs.UID))
+			Expect(refs[0].Controller).To(HaveValue(BeTrue()))
+		}
+		for kind, list := range map[string]client.ObjectList{
+			"Secret": &corev1.SecretList{}, "ConfigMap": &corev1.ConfigMapList{}, "PersistentVolumeClaim": &corev1.PersistentVolumeClaimList{},
+			"Deployment": &appsv1.DeploymentList{}, "Service": &corev1.ServiceList{}, "ServiceAccount": &corev1.ServiceAccountList{},
+			"NetworkPolicy": &networkingv1.NetworkPolicyList{},
+		} {
+			must(k8sClient.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{LabelInstance: "team-a"}))
+			objs, err := objectsOfAny(list)
+			must(err)
+			for _, obj := range objs {
+				l := obj.GetLabels()
+				Expect(l).To(HaveKeyWithValue(LabelName, "garra"), kind+" "+obj.GetName())
+				o, isOrch := l[LabelOrchestrator]
+				if isOrch {
+					Expect(l).To(HaveKeyWithValue(LabelComponent, "sandbox"))
+					Expect(obj.GetName()).To(HaveSuffix("-" + o))
+				} else {
+					Expect(l).To(HaveKeyWithValue(LabelComponent, "gateway"))
+				}
+				if obj.GetName() == "team-a-ws-n8n" {
+					Expect(obj.GetOwnerReferences()).To(BeEmpty(), "a retained workspace has no owner")
+					continue
+				}
+				ownedBy(obj)
+			}
+		}
+
+		By("checking the gateway pod: hardening, mounts, env from Secrets")
+		gw := get(ns, "team-a-gateway", &appsv1.Deployment{})
+		checkRestricted(GinkgoT(), gw.Spec.Template.Spec)
+		Expect(gw.Spec.Strategy.Type).To(Equal(appsv1.RecreateDeploymentStrategyType))
+		Expect(gw.Spec.Template.Annotations).To(HaveKey(AnnotationInputsHash))
+		c := gw.Spec.Template.Spec.Containers[0]
+		Expect(c.Image).To(Equal("garra:test"))
+		Expect(c.Command).To(Equal([]string{"garra", "gateway", "--config", "/etc/garra/config.yml"}))
+		Expect(mounts(c)).To(Equal(map[string]string{"/etc/garra": "config (ro)", "/var/lib/garra": "data", "/tmp": "tmp"}))
+		Expect(envFrom(c)).To(Equal(map[string]string{
+			"HOME":                        "=/tmp",
+			"GARRAIA_GATEWAY_API_KEY":     "team-a-gateway/api-key",
+			"GARRA_LLM_API_KEY":           "llm-keys/openrouter",
+			"TELEGRAM_BOT_TOKEN":          "tg/token",
+			"GARRA_ORCH_TOKEN_BADGOOD":    "team-a-orch-badgood/token",
+			"GARRA_SANDBOX_TOKEN_BADGOOD": "team-a-orch-badgood/sandbox-token",
+			"GARRA_ORCH_TOKEN_N8N":        "n8n-token/token",
+			"GARRA_SANDBOX_TOKEN_N8N":     "team-a-orch-n8n/sandbox-token",
+		}))
+		env := podEnv(ns, c)
+		Expect(env["GARRA_LLM_API_KEY"]).To(Equal("sk-or-test"))
+
+		By("checking the sandbox pods")
+		for _, o := range []string{"badgood", "n8n"} {
+			d := get(ns, "team-a-sandbox-"+o, &appsv1.Deployment{})
+			pod := d.Spec.Template.Spec
+			checkRestricted(GinkgoT(), pod)
+			Expect(pod.ServiceAccountName).To(Equal("team-a-sandbox-" + o))
+			sc := pod.Containers[0]
+			Expect(sc.Image).To(Equal("garra-sandbox:test"))
+			Expect(mounts(sc)).To(Equal(map[string]string{"/workspace": "workspace", "/tmp": "tmp"}))
+			Expect(pod.Volumes).To(ContainElement(HaveField("VolumeSource.PersistentVolumeClaim.ClaimName", "team-a-ws-"+o)))
+			Expect(envFrom(sc)).To(Equal(map[string]string{"HOME": "=/tmp", "GARRA_SANDBOX_TOKEN": "team-a-orch-" + o + "/sandbox-token"}))
+			// The gateway and the sandbox hold the same sandbox token.
+			Expect(podEnv(ns, sc)["GARRA_SANDBOX_TOKEN"]).To(Equal(env[SandboxTokenEnv(o)]))
+			Expect(get(ns, "team-a-sandbox-"+o, &corev1.ServiceAccount{}).AutomountServiceAccountToken).To(HaveValue(BeFalse()))
+		}
+		np := get(ns, "team-a-sandbox-badgood", &networkingv1.NetworkPolicy{})
+		Expect(np.Spec.Egress).To(BeEmpty())
+		Expect(np.Spec.PolicyTypes).To(ConsistOf(networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress))
+		Expect(get(ns, "team-a-sandbox-n8n", &networkingv1.NetworkPolicy{}).Spec.Egress).To(HaveLen(2))
+
+		By("checking the pod templates against the API server's own restricted Pod Security admission")
+		nsObj := &corev1.Namespace{}
+		must(k8sClient.Get(ctx, client.ObjectKey{Name: ns}, nsObj))
+		nsObj.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
+		must(k8sClient.Update(ctx, nsObj))
+		for _, name := range []string{"team-a-gateway", "team-a-sandbox-badgood", "team-a-sandbox-n8n"} {
+			d := get(ns, name, &appsv1.Deployment{})
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name + "-probe", Namespace: ns, Labels: d.Spec.Template.Labels}, Spec: d.Spec.Template.Spec}
+			Expect(k8sClient.Create(ctx, pod, client.DryRunAll)).To(Succeed(), name)
+		}
+		bad := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "root", Namespace: ns},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+		Expect(k8sClient.Create(ctx, bad, client.DryRunAll)).To(MatchError(ContainSubstring("violates PodSecurity")), "the admission check is live")
+
+		By("checking the rendered config.yml as `garra gateway` would load it, with the pod's env")
+		cm := get(ns, "team-a-gateway", &corev1.ConfigMap{})
+		path := filepath.Join(GinkgoT().TempDir(), "config.yml")
+		must(os.WriteFile(path, []byte(cm.Data["config.yml"]), 0o600))
+		getenv := func(k string) string { return env[k] }
+		cfg, _, err := config.Load(path, getenv)
+		must(err)
+		Expect(cfg.Check(getenv)).To(BeEmpty())
+		Expect(cfg.Gateway.Listen).To(Equal("0.0.0.0:3888"))
+		Expect(cfg.DataDir).To(Equal("/var/lib/garra"))
+		Expect(cfg.Gateway.AllowedHosts).To(Equal([]string{"team-a-gateway", "team-a-gateway." + ns, "team-a-gateway." + ns + ".svc", "team-a-gateway." + ns + ".svc.cluster.local"}))
+		Expect(cfg.Gateway.MCPHTTP.Enabled).To(BeTrue())
+		Expect(cfg.Gateway.MCPHTTP.AgentMaxSeconds).To(Equal(300), "the CRD's default reached the file")
+		Expect(cfg.Gateway.MCPHTTP.Orchestrators).To(HaveLen(2))
+		Expect(cfg.Gateway.MCPHTTP.Orchestrators[1].Sandbox.URL).To(Equal("http://team-a-sandbox-n8n." + ns + ".svc:8080/mcp"))
+		Expect(cm.Data["config.yml"]).NotTo(ContainSubstring("sk-or-test"))
+		Expect(cm.Data["config.yml"]).NotTo(ContainSubstring(env["GARRAIA_GATEWAY_API_KEY"]))
+
+		By("checking the events")
+		Eventually(func() []string { return eventReasons(ns) }, timeout, interval).Should(ContainElements("SecretGenerated", "OrchestratorAdded"))
+	})
+
+	It("writes status and conditions from the Deployments' availability", func() {
+		twoOrchestrators(ns)
+		settled(ns, "badgood", "n8n")
+		gs := server(ns)
+		Expect(gs.Status.Endpoint).To(Equal("http://team-a-gateway." + ns + ".svc:3888/mcp"))
+		Expect(gs.Status.OrchestratorsReady).To(Equal("0/2"))
+		Expect(gs.Status.ObservedGeneration).To(Equal(gs.Generation))
+		Expect(gs.Status.Orchestrators).To(Equal([]garrav1alpha1.OrchestratorStatus{
+			{Name: "badgood", TokenSecret: "team-a-orch-badgood", WorkspaceClaim: "team-a-ws-badgood", SandboxEndpoint: "http://team-a-sandbox-badgood." + ns + ".svc:8080/mcp"},
+			{Name: "n8n", TokenSecret: "n8n-token", WorkspaceClaim: "team-a-ws-n8n", SandboxEndpoint: "http://team-a-sandbox-n8n." + ns + ".svc:8080/mcp"},
+		}))
+		Expect(condition(ns, "Ready")).To(HaveField("Reason", "NotReady"))
+		Expect(condition(ns, "GatewayReady")).To(HaveField("Reason", "Progressing"))
+		Expect(condition(ns, "OrchestratorsReady")).To(HaveField("Reason", "Progressing"))
+
+		By("the gateway becomes available")
+		markAvailable(ns, "team-a-gateway", 1)
+		Eventually(func() string { return condition(ns, "GatewayReady").Reason }, timeout, interval).Should(Equal("Available"))
+		Expect(condition(ns, "Ready").Status).To(Equal(metav1.ConditionFalse))
+
+		By("one sandbox becomes available")
+		markAvailable(ns, "team-a-sandbox-badgood", 1)
+		Eventually(func() string { return server(ns).Status.OrchestratorsReady }, timeout, interval).Should(Equal("1/2"))
+		Expect(server(ns).Status.Orchestrators[0].Ready).To(BeTrue())
+		Expect(condition(ns, "OrchestratorsReady").Message).To(ContainSubstring("waiting for n8n"))
+
+		By("both sandboxes available: Ready")
+		markAvailable(ns, "team-a-sandbox-n8n", 1)
+		Eventually(func() *metav1.Condition { return condition(ns, "Ready") }, timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "Ready"), HaveField("ObservedGeneration", gs.Generation)))
+		Expect(server(ns).Status.OrchestratorsReady).To(Equal("2/2"))
+	})
+
+	It("reports a missing referenced Secret and rolls the gateway when it appears", func() {
+		gs := &garrav1alpha1.GarraServer{
+			ObjectMeta: metav1.ObjectMeta{Name: "team-a", Namespace: ns},
+			Spec: garrav1alpha1.GarraServerSpec{LLM: garrav1alpha1.LLMSpec{
+				APIKeySecretRef: &garrav1alpha1.SecretKeySelector{Name: "llm-keys", Key: "openrouter"}}},
+		}
+		must(k8sClient.Create(ctx, gs))
+		Eventually(func() *metav1.Condition { return condition(ns, "GatewayReady") }, timeout, interval).Should(And(
+			HaveField("Reason", "SecretMissing"), HaveField("Message", ContainSubstring("llm-keys key openrouter (spec.llm.apiKeySecretRef)"))))
+		Eventually(func() []string { return eventReasons(ns) }, timeout, interval).Should(ContainElement("SecretMissing"))
+		before := podHash(ns, "team-a-gateway")
+
+		secret(ns, "llm-keys", map[string]string{"openrouter": "sk"})
+		Eventually(func() string { return condition(ns, "GatewayReady").Reason }, timeout, interval).Should(Equal("Progressing"))
+		Expect(podHash(ns, "team-a-gateway")).NotTo(Equal(before))
+	})
+
+	It("adds, changes and removes orchestrators", func() {
+		twoOrchestrators(ns)
+		settled(ns, "badgood", "n8n")
+		hash := podHash(ns, "team-a-gateway")
+
+		By("adding one")
+		update(ns, func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Orchestrators = append(gs.Spec.Orchestrators, garrav1alpha1.OrchestratorSpec{Name: "third", Tools: []garrav1alpha1.Tool{"status"},
+				Sandbox: garrav1alpha1.SandboxSpec{Image: "custom:1"}})
+		})
+		settled(ns, "badgood", "n8n", "third")
+		Expect(get(ns, "team-a-gateway", &corev1.ConfigMap{}).Data["config.yml"]).To(ContainSubstring("GARRA_ORCH_TOKEN_THIRD"))
+		Expect(get(ns, "team-a-sandbox-third", &appsv1.Deployment{}).Spec.Template.Spec.Containers[0].Image).To(Equal("custom:1"))
+		Expect(podHash(ns, "team-a-gateway")).NotTo(Equal(hash), "the gateway rolls to learn the new orchestrator")
+		Expect(eventNotes(ns, "OrchestratorAdded")).To(ContainElement(ContainSubstring("orchestrator third added")))
+
+		By("changing one: tools and egress")
+		hash = podHash(ns, "team-a-gateway")
+		update(ns, func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Orchestrators[2].Tools = []garrav1alpha1.Tool{"status", "read_history"}
+			gs.Spec.Orchestrators[2].Sandbox.Egress = garrav1alpha1.EgressInternet
+		})
+		Eventually(func() int { return len(get(ns, "team-a-sandbox-third", &networkingv1.NetworkPolicy{}).Spec.Egress) }, timeout, interval).Should(Equal(2))
+		Eventually(func() string { return get(ns, "team-a-gateway", &corev1.ConfigMap{}).Data["config.yml"] }, timeout, interval).Should(ContainSubstring("read_history"))
+		Eventually(func() string { return podHash(ns, "team-a-gateway") }, timeout, interval).ShouldNot(Equal(hash))
+		update(ns, func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Orchestrators[2].Sandbox.Egress = garrav1alpha1.EgressNone
+		})
+		Eventually(func() int { return len(get(ns, "team-a-sandbox-third", &networkingv1.NetworkPolicy{}).Spec.Egress) }, timeout, interval).Should(Equal(0))
+
+		By("removing one whose workspace is not retained")
+		update(ns, func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Orchestrators = []garrav1alpha1.OrchestratorSpec{gs.Spec.Orchestrators[1], gs.Spec.Orchestrators[2]}
+		})
+		settled(ns, "n8n", "third")
+		Expect(get(ns, "team-a-gateway", &corev1.ConfigMap{}).Data["config.yml"]).NotTo(ContainSubstring("badgood"))
+		Expect(eventNotes(ns, "OrchestratorRemoved")).To(ContainElement(ContainSubstring("orchestrator badgood removed")))
+
+		By("removing the one whose workspace is retained: the claim stays, with no owner")
+		update(ns, func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Orchestrators = []garrav1alpha1.OrchestratorSpec{gs.Spec.Orchestrators[1]}
+		})
+		Eventually(func() []string { return children(ns)["Deployment"] }, timeout, interval).Should(Equal([]string{"team-a-gateway", "team-a-sandbox-third"}))
+		want := tableObjects("third")
+		want["PersistentVolumeClaim"] = append(want["PersistentVolumeClaim"], "team-a-ws-n8n")
+		sort.Strings(want["PersistentVolumeClaim"])
+		Eventually(func() map[string][]string { return children(ns) }, timeout, interval).Should(Equal(want))
+		Expect(get(ns, "team-a-ws-n8n", &corev1.PersistentVolumeClaim{}).OwnerReferences).To(BeEmpty())
+		Eventually(func() []string { return eventNotes(ns, "OrchestratorRemoved") }, timeout, interval).Should(
+			ContainElement(ContainSubstring("workspace claim team-a-ws-n8n kept (retain)")))
+		Expect(server(ns).Status.Orchestrators).To(HaveLen(1))
+	})
+
+	It("keeps generated Secrets across reconciles and a manager restart", func() {
+		twoOrchestrators(ns)
+		settled(ns, "badgood", "n8n")
+		gw, orch := secretData(ns, "team-a-gateway"), secretData(ns, "team-a-orch-badgood")
+		Expect(gw).To(HaveKey("api-key"))
+		Expect(orch).To(HaveKey("token"))
+		Expect(orch).To(HaveKey("sandbox-token"))
+
+		By("reconciling after a spec change")
+		update(ns, func(gs *garrav1alpha1.GarraServer) { gs.Spec.Gateway.RateLimitPerMinute = 60 })
+		Eventually(func() string { return get(ns, "team-a-gateway", &corev1.ConfigMap{}).Data["config.yml"] }, timeout, interval).Should(ContainSubstring("requests_per_minute: 60"))
+		Expect(secretData(ns, "team-a-gateway")).To(Equal(gw))
+		Expect(secretData(ns, "team-a-orch-badgood")).To(Equal(orch))
+
+		By("restarting the manager")
+		mgrRun.stop()
+		mgrRun = startManager()
+		n := reconciles()
+		Eventually(reconciles, timeout, interval).Should(BeNumerically(">", n))
+		update(ns, func(gs *garrav1alpha1.GarraServer) { gs.Spec.Gateway.RateLimitPerMinute = 30 })
+		Eventually(func() string { return get(ns, "team-a-gateway", &corev1.ConfigMap{}).Data["config.yml"] }, timeout, interval).Should(ContainSubstring("requests_per_minute: 30"))
+		Expect(secretData(ns, "team-a-gateway")).To(Equal(gw))
+		Expect(secretData(ns, "team-a-orch-badgood")).To(Equal(orch))
+	})
+
+	It("recreates a deleted child", func() {
+		twoOrchestrators(ns)
+		settled(ns, "badgood", "n8n")
+		hash := podHash(ns, "team-a-sandbox-badgood")
+		oldToken := secretData(ns, "team-a-orch-badgood")["sandbox-token"]
+
+		for _, obj := range []client.Object{
+			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "team-a-sandbox-badgood", Namespace: ns}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "team-a-gateway", Namespace: ns}},
+			&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "team-a-gateway", Namespace: ns}},
+			&networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "team-a-sandbox-n8n", Namespace: ns}},
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "team-a-orch-badgood", Namespace: ns}},
+		} {
+			must(k8sClient.Delete(ctx, obj))
+		}
+		settled(ns, "badgood", "n8n")
+		By("a deleted generated Secret is generated anew, and the pods that read it roll")
+		Expect(secretData(ns, "team-a-orch-badgood")["sandbox-token"]).NotTo(Equal(oldToken))
+		Eventually(func() string { return podHash(ns, "team-a-sandbox-badgood") }, timeout, interval).ShouldNot(Equal(hash))
+	})
+
+	It("never writes a bring-your-own Secret, and rolls the gateway when it changes", func() {
+		own := secret(ns, "my-key", map[string]string{"api-key": "owner-key"})
+		twoOrchestrators(ns)
+		settled(ns, "badgood", "n8n")
+		update(ns, func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Gateway.APIKeySecretRef = &garrav1alpha1.SecretKeySelector{Name: "my-key", Key: "api-key"}
+		})
+		Eventually(func() map[string]string {
+			return envFrom(get(ns, "team-a-gateway", &appsv1.Deployment{}).Spec.Template.Spec.Containers[0])
+		}, timeout, interval).Should(HaveKeyWithValue("GARRAIA_GATEWAY_API_KEY", "my-key/api-key"))
+		quiet(ns)
+		for _, name := range []string{"my-key", "n8n-token", "llm-keys", "tg"} {
+			s := get(ns, name, &corev1.Secret{})
+			Expect(s.OwnerReferences).To(BeEmpty(), name)
+			Expect(s.Labels).To(BeEmpty(), name)
+			for _, mf := range s.ManagedFields {
+				Expect(mf.Manager).NotTo(Equal(FieldOwner), name)
+			}
+		}
+		Expect(get(ns, "my-key", &corev1.Secret{}).ResourceVersion).To(Equal(own.ResourceVersion))
+		for _, w := range writes.in(ns) {
+			for _, byo := range []string{"/secrets/my-key", "/secrets/n8n-token", "/secrets/llm-keys", "/secrets/tg"} {
+				Expect(w).NotTo(HaveSuffix(byo))
+			}
+		}
+
+		By("changing its value rolls the gateway")
+		hash := podHash(ns, "team-a-gateway")
+		s := get(ns, "my-key", &corev1.Secret{})
+		s.Data["api-key"] = []byte("rotated")
+		must(k8sClient.Update(ctx, s))
+		Eventually(func() string { return podHash(ns, "team-a-gateway") }, timeout, interval).ShouldNot(Equal(hash))
+	})
+
+	It("writes nothing on a reconcile that finds everything as desired", func() {
+		twoOrchestrators(ns)
+		settled(ns, "badgood", "n8n")
+		markAvailable(ns, "team-a-gateway", 1)
+		Eventually(func() string { return condition(ns, "GatewayReady").Reason }, timeout, interval).Should(Equal("Available"))
+		quiet(ns)
+		before := writes.in(ns)
+
+		By("triggering reconciles that change nothing the operator owns")
+		n := reconciles()
+		svc := get(ns, "team-a-gateway", &corev1.Service{})
+		svc.Labels["example.com/touched"] = "yes"
+		must(k8sClient.Update(ctx, svc))
+		Eventually(reconciles, timeout, interval).Should(BeNumerically(">", n))
+		n = reconciles()
+		gs := server(ns)
+		gs.Annotations = map[string]string{"example.com/touched": "yes"}
+		must(k8sClient.Update(ctx, gs))
+		Eventually(reconciles, timeout, interval).Should(BeNumerically(">", n))
+		Consistently(func() []string { return writes.in(ns) }, 3*time.Second, interval).Should(Equal(before))
+
+		By("a real change is a write (the counter works)")
+		update(ns, func(gs *garrav1alpha1.GarraServer) { gs.Spec.Gateway.MaxHistoryMessages = 10 })
+		Eventually(func() int { return len(writes.in(ns)) }, timeout, interval).Should(BeNumerically(">", len(before)))
+		Expect(writes.in(ns)).To(ContainElement(ContainSubstring("/configmaps/team-a-gateway")))
+	})
+
+	It("puts a permanent error in the Ready condition and applies nothing", func() {
+		mgrRun.stop()
+		mgrRun = startManagerWithImages("", "")
+		// Back to the suite's manager, whatever happens below.
+		DeferCleanup(func() { mgrRun.stop(); mgrRun = startManager() })
+		gs := &garrav1alpha1.GarraServer{
+			ObjectMeta: metav1.ObjectMeta{Name: "team-a", Namespace: ns},
+			Spec:       garrav1alpha1.GarraServerSpec{LLM: garrav1alpha1.LLMSpec{Provider: "ollama"}},
+		}
+		must(k8sClient.Create(ctx, gs))
+		Eventually(func() *metav1.Condition { return condition(ns, "Ready") }, timeout, interval).Should(And(
+			HaveField("Reason", "InvalidSpec"), HaveField("Message", ContainSubstring("spec.image"))))
+		Eventually(func() []string { return eventReasons(ns) }, timeout, interval).Should(ContainElement("InvalidSpec"))
+		Expect(children(ns)["Deployment"]).To(BeEmpty())
+		mgrRun.stop()
+		mgrRun = startManager()
+		update(ns, func(gs *garrav1alpha1.GarraServer) { gs.Spec.Image = "garra:fixed" })
+		Eventually(func() string { return condition(ns, "Ready").Reason }, timeout, interval).Should(Equal("NotReady"))
+		Expect(get(ns, "team-a-gateway", &appsv1.Deployment{}).Spec.Template.Spec.Containers[0].Image).To(Equal("garra:fixed"))
+	})
+
+	It("accepts the sample", func() {
+		data, err := os.ReadFile(filepath.Join("..", "config", "samples", "garra_v1alpha1_garraserver.yaml"))
+		must(err)
+		gs := &garrav1alpha1.GarraServer{}
+		must(yaml.UnmarshalStrict(data, gs))
+		gs.Namespace = ns
+		Expect(gs.Spec.Orchestrators).To(HaveLen(2))
+		Expect(k8sClient.Create(ctx, gs, client.DryRunAll)).To(Succeed())
+	})
+
+	DescribeTable("rejects an invalid spec, naming the field",
+		func(change func(*garrav1alpha1.GarraServer), field, message string) {
+			gs := &garrav1alpha1.GarraServer{
+				ObjectMeta: metav1.ObjectMeta{Name: "team-a", Namespace: ns},
+				Spec: garrav1alpha1.GarraServerSpec{
+					LLM:           garrav1alpha1.LLMSpec{Provider: "ollama"},
+					Orchestrators: []garrav1alpha1.OrchestratorSpec{{Name: "ok", Tools: []garrav1alpha1.Tool{"status"}}},
+				},
+			}
+			change(gs)
+			err := k8sClient.Create(ctx, gs)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+			Expect(err.Error()).To(ContainSubstring(field))
+			Expect(err.Error()).To(ContainSubstring(message))
+		},
+		Entry("bad orchestrator name", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Orchestrators[0].Name = "Bad_Name" },
+			"spec.orchestrators[0].name", "should match"),
+		Entry("orchestrator name over 40 characters", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Orchestrators[0].Name = strings.Repeat("a", 41) },
+			"spec.orchestrators[0].name", "may not be more than 40"),
+		Entry("duplicate orchestrator", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Orchestrators = append(gs.Spec.Orchestrators, gs.Spec.Orchestrators[0])
+		}, "spec.orchestrators[1]", "Duplicate value"),
+		Entry("unknown tool", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Orchestrators[0].Tools = []garrav1alpha1.Tool{"status", "shell"}
+		},
+			"spec.orchestrators[0].tools[1]", `Unsupported value: "shell"`),
+		Entry("agentMaxSeconds 601", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Gateway.AgentMaxSeconds = 601 },
+			"spec.gateway.agentMaxSeconds", "less than or equal to 600"),
+		Entry("agentMaxSeconds 4", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Gateway.AgentMaxSeconds = 4 },
+			"spec.gateway.agentMaxSeconds", "greater than or equal to 5"),
+		Entry("allowSend without chat ids", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Gateway.AllowSend = true },
+			"spec.gateway.allowSend", "allowSend needs at least one approved destination"),
+		Entry("allowSend with an empty telegram section", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Gateway.AllowSend = true
+			gs.Spec.Channels = &garrav1alpha1.ChannelsSpec{Telegram: &garrav1alpha1.TelegramSpec{}}
+		}, "spec.gateway.allowSend", "proactiveChatIDs"),
+		Entry("33 redact patterns", func(gs *garrav1alpha1.GarraServer) {
+			for i := range 33 {
+				gs.Spec.Gateway.RedactPatterns = append(gs.Spec.Gateway.RedactPatterns, fmt.Sprintf("p%d", i))
+			}
+		}, "spec.gateway.redactPatterns", "must have at most 32 items"),
+		Entry("a redact pattern over 512 characters", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Gateway.RedactPatterns = []string{strings.Repeat("a", 513)}
+		}, "spec.gateway.redactPatterns[0]", "may not be more than 512"),
+		Entry("a chat id that is not a number", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Channels = &garrav1alpha1.ChannelsSpec{Telegram: &garrav1alpha1.TelegramSpec{ProactiveChatIDs: []string{"12a"}}}
+		}, "spec.channels.telegram.proactiveChatIDs[0]", "should match"),
+		Entry("a provider needing a key without one", func(gs *garrav1alpha1.GarraServer) { gs.Spec.LLM.Provider = "openai" },
+			"spec.llm.apiKeySecretRef", "required unless provider is ollama"),
+		Entry("an unknown provider", func(gs *garrav1alpha1.GarraServer) { gs.Spec.LLM.Provider = "gemini" },
+			"spec.llm.provider", "Unsupported value"),
+		Entry("a base URL that is not http(s)", func(gs *garrav1alpha1.GarraServer) { gs.Spec.LLM.BaseURL = "file:///etc/passwd" },
+			"spec.llm.baseURL", "http or https"),
+		Entry("egress other than none|internet", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Orchestrators[0].Sandbox.Egress = "all" },
+			"spec.orchestrators[0].sandbox.egress", "Unsupported value"),
+		Entry("a name that cannot prefix a Service", func(gs *garrav1alpha1.GarraServer) { gs.Name = "team.a" },
+			"metadata.name", "DNS-1035 label"),
+		Entry("names too long together", func(gs *garrav1alpha1.GarraServer) {
+			gs.Name = strings.Repeat("t", 20)
+			gs.Spec.Orchestrators[0].Name = strings.Repeat("o", 35)
+		}, "", "together must be at most 54 characters"),
+	)
+})
+
+// startManagerWithImages starts a manager whose default images are given.
+func startManagerWithImages(garra, sandbox string) *managerRun {
+	GinkgoHelper()
+	old := testImages
+	testImages = [2]string{garra, sandbox}
+	defer func() { testImages = old }()
+	return startManager()
+}

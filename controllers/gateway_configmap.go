@@ -1,0 +1,120 @@
+package controllers
+
+import (
+	"fmt"
+
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"sigs.k8s.io/yaml"
+
+	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
+	"github.com/garraia/garra/internal/config"
+)
+
+// GatewayListen is the gateway's listen address in the pod.
+const GatewayListen = "0.0.0.0:3888"
+
+// RenderConfig is the gateway's config.yml for gs, as the gateway's own
+// config type. It names environment variables for every secret and never
+// holds one. Knobs left zero (a spec the API server did not default) are
+// omitted, so the gateway's defaults apply.
+func RenderConfig(gs *garrav1alpha1.GarraServer) *config.Config {
+	spec := gs.Spec
+	g := spec.Gateway
+	c := &config.Config{
+		DataDir: DataDir,
+		LLM: config.LLM{
+			Provider: string(spec.LLM.Provider),
+			Model:    spec.LLM.Model,
+			BaseURL:  spec.LLM.BaseURL,
+		},
+		Gateway: config.Gateway{
+			Listen:       GatewayListen,
+			AllowedHosts: GatewayHosts(gs),
+			RateLimit:    config.RateLimit{RequestsPerMinute: int(g.RateLimitPerMinute)},
+			MCPHTTP: config.MCPHTTP{
+				Enabled:              true,
+				AllowSend:            g.AllowSend,
+				MaxHistoryMessages:   int(g.MaxHistoryMessages),
+				AllowAsk:             g.AllowAsk,
+				AskAllowedModels:     g.AskAllowedModels,
+				AskBudgetPerMinute:   int(g.AskBudgetPerMinute),
+				AllowAgent:           g.AllowAgent,
+				AgentBudgetPerMinute: int(g.AgentBudgetPerMinute),
+				AgentMaxSeconds:      int(g.AgentMaxSeconds),
+				RedactPatterns:       g.RedactPatterns,
+			},
+		},
+	}
+	if spec.LLM.APIKeySecretRef != nil {
+		c.LLM.APIKeyEnv = EnvLLMAPIKey
+	}
+	for _, o := range spec.Orchestrators {
+		tools := make([]string, 0, len(o.Tools))
+		for _, t := range o.Tools {
+			tools = append(tools, string(t))
+		}
+		c.Gateway.MCPHTTP.Orchestrators = append(c.Gateway.MCPHTTP.Orchestrators, config.Orchestrator{
+			Name:   o.Name,
+			KeyEnv: OrchTokenEnv(o.Name),
+			Tools:  tools,
+			Chats:  o.Chats,
+			Sandbox: &config.OrchestratorSandbox{
+				URL:      SandboxURL(gs, o.Name),
+				TokenEnv: SandboxTokenEnv(o.Name),
+			},
+		})
+	}
+	if spec.Channels != nil && spec.Channels.Telegram != nil {
+		t := spec.Channels.Telegram
+		c.Channels.Telegram.ProactiveChatIDs = t.ProactiveChatIDs
+		c.Channels.Telegram.Allowlist = t.Allowlist
+		if t.BotTokenSecretRef != nil {
+			c.Channels.Telegram.BotTokenEnv = EnvTelegramToken
+		}
+	}
+	return c
+}
+
+// RenderConfigYAML is RenderConfig marshalled as config.yml.
+func RenderConfigYAML(gs *garrav1alpha1.GarraServer) (string, error) {
+	out, err := yaml.Marshal(RenderConfig(gs))
+	if err != nil {
+		return "", fmt.Errorf("render %s config: %w", gs.Name, err)
+	}
+	return string(out), nil
+}
+
+// gatewayConfigMap is NAME-gateway with key config.yml.
+func gatewayConfigMap(gs *garrav1alpha1.GarraServer, configYAML string) *corev1ac.ConfigMapApplyConfiguration {
+	return corev1ac.ConfigMap(gatewayName(gs), gs.Namespace).
+		WithLabels(labels(gs, ComponentGateway, "")).
+		WithOwnerReferences(ownerRefs(gs)...).
+		WithData(map[string]string{ConfigKey: configYAML})
+}
+
+// configWarnings are the problems `garra config check` would report for the
+// rendered file in the gateway pod: the file as the gateway reads it
+// (defaults applied) with every variable the pod gets set. The gateway works
+// around each (it fails closed), so they are warnings, not errors.
+func configWarnings(configYAML string, podEnv []string) ([]config.Problem, error) {
+	// config.Default() then the file over it is what Load does (parse, then
+	// fill what is unset): every key the operator renders is set, and
+	// omitempty leaves the rest to the defaults.
+	cfg := config.Default()
+	if err := yaml.UnmarshalStrict([]byte(configYAML), cfg); err != nil {
+		return nil, fmt.Errorf("parse rendered config: %w", err)
+	}
+	set := map[string]bool{}
+	for _, e := range podEnv {
+		set[e] = true
+	}
+	if set[EnvGatewayAPIKey] {
+		cfg.Gateway.APIKey = "(from " + EnvGatewayAPIKey + ")"
+	}
+	return cfg.Check(func(k string) string {
+		if set[k] {
+			return "set"
+		}
+		return ""
+	}), nil
+}

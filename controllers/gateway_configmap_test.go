@@ -1,0 +1,166 @@
+package controllers
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
+	"github.com/garraia/garra/internal/config"
+)
+
+func TestGatewayConfigMap(t *testing.T) {
+	gs := testServer()
+	yml, err := RenderConfigYAML(gs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := typed[corev1.ConfigMap](t, gatewayConfigMap(gs, yml))
+	if cm.Name != "team-a-gateway" || cm.Namespace != "agents" {
+		t.Errorf("name = %s/%s", cm.Namespace, cm.Name)
+	}
+	checkOwned(t, cm.ObjectMeta, gatewayLabels(), true)
+	if len(cm.Data) != 1 || cm.Data["config.yml"] != yml {
+		t.Errorf("data = %v", cm.Data)
+	}
+}
+
+func TestRenderConfig(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*garrav1alpha1.GarraServer)
+		check  func(*testing.T, *config.Config)
+		// warn is a substring of the expected config warning; "" = none.
+		warn string
+	}{
+		{
+			name: "two orchestrators",
+			check: func(t *testing.T, c *config.Config) {
+				if c.DataDir != "/var/lib/garra" || c.Gateway.Listen != "0.0.0.0:3888" {
+					t.Errorf("data_dir %q, listen %q", c.DataDir, c.Gateway.Listen)
+				}
+				if c.Gateway.APIKey != "" {
+					t.Error("api_key written into the file")
+				}
+				want := []string{"team-a-gateway", "team-a-gateway.agents", "team-a-gateway.agents.svc", "team-a-gateway.agents.svc.cluster.local"}
+				if !slices.Equal(c.Gateway.AllowedHosts, want) {
+					t.Errorf("allowed_hosts = %v", c.Gateway.AllowedHosts)
+				}
+				if c.LLM.Provider != "openrouter" || c.LLM.Model != "z-ai/glm-5.3-flash" || c.LLM.APIKeyEnv != "GARRA_LLM_API_KEY" {
+					t.Errorf("llm = %+v", c.LLM)
+				}
+				m := c.Gateway.MCPHTTP
+				if !m.Enabled || m.AllowSend || m.AllowAsk || !m.AllowAgent || m.MaxHistoryMessages != 50 || m.AskBudgetPerMinute != 10 ||
+					m.AgentBudgetPerMinute != 2 || m.AgentMaxSeconds != 300 || !slices.Equal(m.RedactPatterns, []string{"corp-[0-9]{6}"}) {
+					t.Errorf("mcp_http = %+v", m)
+				}
+				if c.Gateway.RateLimit.RequestsPerMinute != 120 {
+					t.Errorf("rate_limit = %+v", c.Gateway.RateLimit)
+				}
+				if len(m.Orchestrators) != 2 {
+					t.Fatalf("orchestrators = %+v", m.Orchestrators)
+				}
+				b, n := m.Orchestrators[0], m.Orchestrators[1]
+				if b.Name != "badgood" || b.KeyEnv != "GARRA_ORCH_TOKEN_BADGOOD" || !slices.Equal(b.Tools, []string{"status", "agent"}) ||
+					b.Sandbox == nil || b.Sandbox.URL != "http://team-a-sandbox-badgood.agents.svc:8080/mcp" || b.Sandbox.TokenEnv != "GARRA_SANDBOX_TOKEN_BADGOOD" {
+					t.Errorf("badgood = %+v %+v", b, b.Sandbox)
+				}
+				if n.Name != "n8n-prod" || n.KeyEnv != "GARRA_ORCH_TOKEN_N8N_PROD" || !slices.Equal(n.Chats, []string{"telegram:42"}) ||
+					n.Sandbox == nil || n.Sandbox.TokenEnv != "GARRA_SANDBOX_TOKEN_N8N_PROD" {
+					t.Errorf("n8n-prod = %+v %+v", n, n.Sandbox)
+				}
+				if c.Channels.Telegram.BotTokenEnv != "" || len(c.Channels.Telegram.ProactiveChatIDs) != 0 {
+					t.Errorf("telegram = %+v", c.Channels.Telegram)
+				}
+			},
+		},
+		{
+			name: "telegram with token, send allowed",
+			mutate: func(gs *garrav1alpha1.GarraServer) {
+				gs.Spec.Gateway.AllowSend = true
+				gs.Spec.Channels = &garrav1alpha1.ChannelsSpec{Telegram: &garrav1alpha1.TelegramSpec{
+					BotTokenSecretRef: &garrav1alpha1.SecretKeySelector{Name: "tg", Key: "token"},
+					ProactiveChatIDs:  []string{"-1001234567890", "42"},
+					Allowlist:         []string{"7"},
+				}}
+			},
+			check: func(t *testing.T, c *config.Config) {
+				tg := c.Channels.Telegram
+				if tg.BotTokenEnv != "TELEGRAM_BOT_TOKEN" || !slices.Equal(tg.ProactiveChatIDs, []string{"-1001234567890", "42"}) || !slices.Equal(tg.Allowlist, []string{"7"}) {
+					t.Errorf("telegram = %+v", tg)
+				}
+				if !c.Gateway.MCPHTTP.AllowSend {
+					t.Error("allow_send not rendered")
+				}
+			},
+		},
+		{
+			name: "ollama without key, no orchestrators, undefaulted knobs",
+			mutate: func(gs *garrav1alpha1.GarraServer) {
+				gs.Spec.LLM = garrav1alpha1.LLMSpec{Provider: garrav1alpha1.ProviderOllama, BaseURL: "http://ollama:11434"}
+				gs.Spec.Gateway = garrav1alpha1.GatewaySpec{}
+				gs.Spec.Orchestrators = nil
+			},
+			check: func(t *testing.T, c *config.Config) {
+				if c.LLM.APIKeyEnv != "" || c.LLM.BaseURL != "http://ollama:11434" || c.LLM.Provider != "ollama" {
+					t.Errorf("llm = %+v", c.LLM)
+				}
+				if m := c.Gateway.MCPHTTP; !m.Enabled || m.AgentMaxSeconds != 0 || len(m.Orchestrators) != 0 {
+					t.Errorf("mcp_http = %+v (zero knobs must be left to the gateway's defaults)", m)
+				}
+			},
+		},
+		{
+			name:   "agent listed while allowAgent is off",
+			mutate: func(gs *garrav1alpha1.GarraServer) { gs.Spec.Gateway.AllowAgent = false },
+			warn:   "lists agent but gateway.mcp_http.allow_agent is false",
+		},
+		{
+			name:   "redact pattern that does not compile",
+			mutate: func(gs *garrav1alpha1.GarraServer) { gs.Spec.Gateway.RedactPatterns = []string{"("} },
+			warn:   "gateway.mcp_http.redact_patterns",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			gs := testServer()
+			if tc.mutate != nil {
+				tc.mutate(gs)
+			}
+			yml, err := RenderConfigYAML(gs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The gateway parses strictly: an unknown key would be an error.
+			c, err := config.Parse([]byte(yml))
+			if err != nil {
+				t.Fatalf("config.Parse: %v\n%s", err, yml)
+			}
+			if tc.check != nil {
+				tc.check(t, c)
+			}
+			var env []string
+			for _, er := range gatewayEnvRefs(gs) {
+				env = append(env, er.Env)
+			}
+			problems, err := configWarnings(yml, env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tc.warn == "" && len(problems) > 0:
+				t.Errorf("config check problems: %v\n%s", problems, yml)
+			case tc.warn != "":
+				found := false
+				for _, p := range problems {
+					found = found || strings.Contains(p.String(), tc.warn)
+				}
+				if !found {
+					t.Errorf("problems %v lack %q", problems, tc.warn)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,29 @@
+package controllers
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
+)
+
+// gatewayService is NAME-gateway: port 3888 named mcp to the gateway pods.
+func gatewayService(gs *garrav1alpha1.GarraServer) *corev1ac.ServiceApplyConfiguration {
+	return mcpService(gatewayName(gs), gs, labels(gs, ComponentGateway, ""), GatewayPort)
+}
+
+// mcpService is a ClusterIP Service with one TCP port named mcp.
+func mcpService(name string, gs *garrav1alpha1.GarraServer, lbl map[string]string, port int32) *corev1ac.ServiceApplyConfiguration {
+	return corev1ac.Service(name, gs.Namespace).
+		WithLabels(lbl).
+		WithOwnerReferences(ownerRefs(gs)...).
+		WithSpec(corev1ac.ServiceSpec().
+			WithType(corev1.ServiceTypeClusterIP).
+			WithSelector(lbl).
+			WithPorts(corev1ac.ServicePort().
+				WithName(PortName).
+				WithProtocol(corev1.ProtocolTCP).
+				WithPort(port).
+				WithTargetPort(intstr.FromString(PortName))))
+}

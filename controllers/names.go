@@ -1,0 +1,144 @@
+// Package controllers is the Garra operator's reconciler: it turns a
+// GarraServer into the objects of the ARCHITECTURE.md table (a gateway with
+// its config, key, volume and Service; per orchestrator a sandbox with its
+// secret, workspace, ServiceAccount, Service and NetworkPolicy), applied
+// with server-side apply under one field owner, and writes the status.
+//
+// Each owned object has one pure builder in the file of its concern
+// (gateway_deployment.go, sandbox_networkpolicy.go, ...) with a table test;
+// garraserver_controller.go reads as the list of steps that applies them.
+package controllers
+
+import (
+	"strings"
+
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+
+	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
+)
+
+// FieldOwner is the server-side apply field manager of every write.
+const FieldOwner = "garra-operator"
+
+// Labels on every child (ARCHITECTURE.md).
+const (
+	LabelName         = "app.kubernetes.io/name"
+	LabelInstance     = "app.kubernetes.io/instance"
+	LabelComponent    = "app.kubernetes.io/component"
+	LabelOrchestrator = "garra.garraia.io/orchestrator"
+
+	// AppName is the value of LabelName.
+	AppName = "garra"
+
+	ComponentGateway = "gateway"
+	ComponentSandbox = "sandbox"
+)
+
+// AnnotationInputsHash is on the pod templates: a SHA-256 of the rendered
+// config and of the data of every Secret key the pod reads, so that a
+// change to any of them rolls the Deployment.
+const AnnotationInputsHash = "garra.garraia.io/inputs-hash"
+
+// Ports, paths and keys the builders share.
+const (
+	GatewayPort  = 3888
+	SandboxPort  = 8080
+	PortName     = "mcp"
+	ConfigKey    = "config.yml"
+	ConfigDir    = "/etc/garra"
+	DataDir      = "/var/lib/garra"
+	WorkspaceDir = "/workspace"
+	TmpDir       = "/tmp"
+
+	// KeyAPIKey is the key of the generated gateway Secret.
+	KeyAPIKey = "api-key"
+	// KeyToken is the orchestrator's bearer for the gateway.
+	KeyToken = "token"
+	// KeySandboxToken is the gateway's bearer for the orchestrator's sandbox.
+	KeySandboxToken = "sandbox-token"
+)
+
+// Environment variables the pods get (every secret arrives as one of these,
+// from a Secret key reference; none is ever written into config.yml).
+// They are names, not credentials, whatever gosec G101 guesses.
+const (
+	EnvGatewayAPIKey = "GARRAIA_GATEWAY_API_KEY"
+	EnvLLMAPIKey     = "GARRA_LLM_API_KEY"  //nolint:gosec // G101: a variable name
+	EnvTelegramToken = "TELEGRAM_BOT_TOKEN" //nolint:gosec // G101: a variable name
+	EnvSandboxToken  = "GARRA_SANDBOX_TOKEN"
+	EnvHome          = "HOME"
+
+	envOrchTokenPrefix    = "GARRA_ORCH_TOKEN_" //nolint:gosec // G101: a variable name prefix
+	envSandboxTokenPrefix = "GARRA_SANDBOX_TOKEN_"
+)
+
+// NonRootID is the UID and GID of every container (distroless "nonroot").
+const NonRootID int64 = 65532
+
+func gatewayName(gs *garrav1alpha1.GarraServer) string     { return gs.Name + "-gateway" }
+func gatewayDataName(gs *garrav1alpha1.GarraServer) string { return gs.Name + "-gateway-data" }
+func orchSecretName(gs *garrav1alpha1.GarraServer, o string) string {
+	return gs.Name + "-orch-" + o
+}
+func workspaceName(gs *garrav1alpha1.GarraServer, o string) string { return gs.Name + "-ws-" + o }
+func sandboxName(gs *garrav1alpha1.GarraServer, o string) string   { return gs.Name + "-sandbox-" + o }
+
+// envSuffix is an orchestrator name as an environment variable suffix:
+// upper case, '-' as '_'. Names are DNS labels, so the mapping is one-to-one.
+func envSuffix(o string) string { return strings.ToUpper(strings.ReplaceAll(o, "-", "_")) }
+
+// OrchTokenEnv is the gateway's variable holding orchestrator o's token.
+func OrchTokenEnv(o string) string { return envOrchTokenPrefix + envSuffix(o) }
+
+// SandboxTokenEnv is the gateway's variable holding o's sandbox token.
+func SandboxTokenEnv(o string) string { return envSandboxTokenPrefix + envSuffix(o) }
+
+// GatewayHosts are the Host values the gateway accepts besides loopback:
+// the DNS names of its Service.
+func GatewayHosts(gs *garrav1alpha1.GarraServer) []string {
+	svc := gatewayName(gs)
+	return []string{
+		svc,
+		svc + "." + gs.Namespace,
+		svc + "." + gs.Namespace + ".svc",
+		svc + "." + gs.Namespace + ".svc.cluster.local",
+	}
+}
+
+// Endpoint is the in-cluster URL of the gateway's MCP bridge.
+func Endpoint(gs *garrav1alpha1.GarraServer) string {
+	return "http://" + gatewayName(gs) + "." + gs.Namespace + ".svc:3888/mcp"
+}
+
+// SandboxURL is the in-cluster URL of orchestrator o's sandbox.
+func SandboxURL(gs *garrav1alpha1.GarraServer, o string) string {
+	return "http://" + sandboxName(gs, o) + "." + gs.Namespace + ".svc:8080/mcp"
+}
+
+// labels are the labels of a child; orch is "" for the gateway's objects.
+func labels(gs *garrav1alpha1.GarraServer, component, orch string) map[string]string {
+	l := map[string]string{
+		LabelName:      AppName,
+		LabelInstance:  gs.Name,
+		LabelComponent: component,
+	}
+	if orch != "" {
+		l[LabelOrchestrator] = orch
+	}
+	return l
+}
+
+// ownerRef makes gs the controller of a child, so deleting gs cascades.
+func ownerRef(gs *garrav1alpha1.GarraServer) *metav1ac.OwnerReferenceApplyConfiguration {
+	return metav1ac.OwnerReference().
+		WithAPIVersion(garrav1alpha1.GroupVersion.String()).
+		WithKind("GarraServer").
+		WithName(gs.Name).
+		WithUID(gs.UID).
+		WithController(true).
+		WithBlockOwnerDeletion(true)
+}
+
+func ownerRefs(gs *garrav1alpha1.GarraServer) []*metav1ac.OwnerReferenceApplyConfiguration {
+	return []*metav1ac.OwnerReferenceApplyConfiguration{ownerRef(gs)}
+}

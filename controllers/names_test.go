@@ -1,0 +1,30 @@
+package controllers
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestNames(t *testing.T) {
+	gs := testServer()
+	for _, tc := range []struct{ got, want string }{
+		{gatewayName(gs), "team-a-gateway"},
+		{gatewayDataName(gs), "team-a-gateway-data"},
+		{orchSecretName(gs, "badgood"), "team-a-orch-badgood"},
+		{workspaceName(gs, "badgood"), "team-a-ws-badgood"},
+		{sandboxName(gs, "badgood"), "team-a-sandbox-badgood"},
+		{OrchTokenEnv("badgood"), "GARRA_ORCH_TOKEN_BADGOOD"},
+		{OrchTokenEnv("n8n-prod"), "GARRA_ORCH_TOKEN_N8N_PROD"},
+		{SandboxTokenEnv("n8n-prod"), "GARRA_SANDBOX_TOKEN_N8N_PROD"},
+		{Endpoint(gs), "http://team-a-gateway.agents.svc:3888/mcp"},
+		{SandboxURL(gs, "badgood"), "http://team-a-sandbox-badgood.agents.svc:8080/mcp"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+	want := []string{"team-a-gateway", "team-a-gateway.agents", "team-a-gateway.agents.svc", "team-a-gateway.agents.svc.cluster.local"}
+	if got := GatewayHosts(gs); !slices.Equal(got, want) {
+		t.Errorf("GatewayHosts = %v, want %v", got, want)
+	}
+}

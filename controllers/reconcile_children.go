@@ -1,0 +1,228 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
+)
+
+// applyGateway applies the gateway's ConfigMap, claim, Deployment and
+// Service. A changed config.yml is checked as `garra config check` would,
+// and its problems become one Warning event.
+func (r *GarraServerReconciler) applyGateway(ctx context.Context, s *reconcileState) error {
+	gs := s.gs
+	changed, err := applyIfChanged(ctx, r.Client, gatewayConfigMap(gs, s.configYAML), &corev1.ConfigMap{}, corev1ac.ExtractConfigMap)
+	if err != nil {
+		return err
+	}
+	if changed {
+		r.warnConfig(gs, s.configYAML)
+	}
+	if _, err := r.applyClaim(ctx, gatewayClaim(gs)); err != nil {
+		return err
+	}
+	refs := make([]secretRef, 0)
+	for _, er := range gatewayEnvRefs(gs) {
+		refs = append(refs, er.Ref)
+	}
+	dep := gatewayDeployment(gs, gatewayImage(gs, r.GarraImage), s.hash(refs))
+	if _, err := applyIfChanged(ctx, r.Client, dep, &appsv1.Deployment{}, appsv1ac.ExtractDeployment); err != nil {
+		return err
+	}
+	_, err = applyIfChanged(ctx, r.Client, gatewayService(gs), &corev1.Service{}, corev1ac.ExtractService)
+	return err
+}
+
+func (r *GarraServerReconciler) warnConfig(gs *garrav1alpha1.GarraServer, configYAML string) {
+	var env []string
+	for _, er := range gatewayEnvRefs(gs) {
+		env = append(env, er.Env)
+	}
+	problems, err := configWarnings(configYAML, env)
+	if err != nil {
+		r.event(gs, true, garrav1alpha1.EventConfigWarning, "Validate", "%v", err)
+		return
+	}
+	if len(problems) == 0 {
+		return
+	}
+	msgs := make([]string, 0, len(problems))
+	for _, p := range problems {
+		msgs = append(msgs, p.String())
+	}
+	r.event(gs, true, garrav1alpha1.EventConfigWarning, "Validate", "config.yml: %s", strings.Join(msgs, "; "))
+}
+
+// applyOrchestrators applies each orchestrator's ServiceAccount, workspace
+// claim, sandbox Deployment, Service and NetworkPolicy.
+func (r *GarraServerReconciler) applyOrchestrators(ctx context.Context, s *reconcileState) error {
+	gs := s.gs
+	for _, o := range gs.Spec.Orchestrators {
+		if _, err := applyIfChanged(ctx, r.Client, sandboxServiceAccount(gs, o.Name), &corev1.ServiceAccount{}, corev1ac.ExtractServiceAccount); err != nil {
+			return err
+		}
+		if _, err := r.applyClaim(ctx, workspaceClaim(gs, o)); err != nil {
+			return err
+		}
+		dep := sandboxDeployment(gs, o, sandboxImage(gs, o, r.SandboxImage), s.hash([]secretRef{sandboxTokenRef(gs, o.Name)}))
+		if _, err := applyIfChanged(ctx, r.Client, dep, &appsv1.Deployment{}, appsv1ac.ExtractDeployment); err != nil {
+			return err
+		}
+		if _, err := applyIfChanged(ctx, r.Client, sandboxService(gs, o.Name), &corev1.Service{}, corev1ac.ExtractService); err != nil {
+			return err
+		}
+		if _, err := applyIfChanged(ctx, r.Client, sandboxNetworkPolicy(gs, o), &networkingv1.NetworkPolicy{}, networkingv1ac.ExtractNetworkPolicy); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyClaim applies a claim; on an existing one only what Kubernetes lets
+// change (see claimSpecForUpdate), plus metadata.
+func (r *GarraServerReconciler) applyClaim(ctx context.Context, desired *corev1ac.PersistentVolumeClaimApplyConfiguration) (bool, error) {
+	live := &corev1.PersistentVolumeClaim{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: deref(desired.Namespace), Name: deref(desired.Name)}, live)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return false, fmt.Errorf("get claim %s: %w", deref(desired.Name), err)
+	default:
+		applied, err := corev1ac.ExtractPersistentVolumeClaim(live, FieldOwner)
+		if err != nil {
+			return false, fmt.Errorf("extract claim %s: %w", live.Name, err)
+		}
+		desired.Spec = claimSpecForUpdate(desired.Spec, applied.Spec, live)
+	}
+	return applyIfChanged(ctx, r.Client, desired, &corev1.PersistentVolumeClaim{}, corev1ac.ExtractPersistentVolumeClaim)
+}
+
+// removeStale deletes the objects of orchestrators that left the spec:
+// those labelled with this GarraServer and an orchestrator not listed, and
+// controlled by it. A retained workspace claim has no controller, so it
+// stays.
+func (r *GarraServerReconciler) removeStale(ctx context.Context, s *reconcileState) error {
+	gs := s.gs
+	keep := map[string]bool{}
+	for _, o := range gs.Spec.Orchestrators {
+		keep[o.Name] = true
+	}
+	deleted := map[string][]string{}
+	retained := map[string]string{}
+	lists := []client.ObjectList{
+		&appsv1.DeploymentList{}, &corev1.ServiceList{}, &networkingv1.NetworkPolicyList{},
+		&corev1.ServiceAccountList{}, &corev1.SecretList{}, &corev1.PersistentVolumeClaimList{},
+	}
+	for _, list := range lists {
+		if err := r.List(ctx, list, client.InNamespace(gs.Namespace),
+			client.MatchingLabels{LabelName: AppName, LabelInstance: gs.Name},
+			client.HasLabels{LabelOrchestrator}); err != nil {
+			return fmt.Errorf("list %T: %w", list, err)
+		}
+		objs, err := objectsOf(list)
+		if err != nil {
+			return err
+		}
+		for _, obj := range objs {
+			o := obj.GetLabels()[LabelOrchestrator]
+			if keep[o] || obj.GetDeletionTimestamp() != nil {
+				// Kept, or already going (a claim waits for its
+				// pvc-protection finalizer): nothing to write.
+				continue
+			}
+			if !metav1.IsControlledBy(obj, gs) {
+				if _, ok := obj.(*corev1.PersistentVolumeClaim); ok {
+					retained[o] = obj.GetName()
+				}
+				continue
+			}
+			if err := r.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("delete %T %s: %w", obj, obj.GetName(), err)
+			}
+			deleted[o] = append(deleted[o], kindOf(obj)+" "+obj.GetName())
+		}
+	}
+	for _, o := range sortedKeys(deleted) {
+		msg := "orchestrator " + o + " removed: deleted " + strings.Join(deleted[o], ", ")
+		if c, ok := retained[o]; ok {
+			msg += "; workspace claim " + c + " kept (retain)"
+		}
+		r.event(gs, false, garrav1alpha1.EventOrchestratorRemoved, "Delete", "%s", msg)
+		s.removed = append(s.removed, o)
+	}
+	return nil
+}
+
+// objectsOf returns pointers to a typed list's items.
+func objectsOf(list client.ObjectList) ([]client.Object, error) {
+	var out []client.Object
+	switch l := list.(type) {
+	case *appsv1.DeploymentList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *corev1.ServiceList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *networkingv1.NetworkPolicyList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *corev1.ServiceAccountList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *corev1.SecretList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *corev1.PersistentVolumeClaimList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	default:
+		return nil, fmt.Errorf("unexpected list %T", list)
+	}
+	return out, nil
+}
+
+func kindOf(obj client.Object) string {
+	switch obj.(type) {
+	case *appsv1.Deployment:
+		return "Deployment"
+	case *corev1.Service:
+		return "Service"
+	case *networkingv1.NetworkPolicy:
+		return "NetworkPolicy"
+	case *corev1.ServiceAccount:
+		return "ServiceAccount"
+	case *corev1.Secret:
+		return "Secret"
+	case *corev1.PersistentVolumeClaim:
+		return "PersistentVolumeClaim"
+	}
+	return fmt.Sprintf("%T", obj)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,95 @@
+package controllers
+
+import (
+	"slices"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestSandboxDeployment(t *testing.T) {
+	gs := testServer()
+	tests := []struct {
+		orch, defImage, wantImage, wantMemLimit string
+	}{
+		{"badgood", "garra:def", "garra:def", ""},
+		{"n8n-prod", "garra:def", "garra-sandbox:custom", "512Mi"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.orch, func(t *testing.T) {
+			o := findOrch(t, gs, tc.orch)
+			d := typed[appsv1.Deployment](t, sandboxDeployment(gs, o, sandboxImage(gs, o, tc.defImage), "h2"))
+			name := "team-a-sandbox-" + tc.orch
+			if d.Name != name || d.Namespace != "agents" {
+				t.Errorf("name = %s/%s", d.Namespace, d.Name)
+			}
+			checkOwned(t, d.ObjectMeta, sandboxLabels(tc.orch), true)
+			if *d.Spec.Replicas != 1 || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+				t.Errorf("replicas/strategy = %v/%v", *d.Spec.Replicas, d.Spec.Strategy)
+			}
+			eqMap(t, "selector", d.Spec.Selector.MatchLabels, sandboxLabels(tc.orch))
+			eqMap(t, "pod labels", d.Spec.Template.Labels, sandboxLabels(tc.orch))
+			eqMap(t, "pod annotations", d.Spec.Template.Annotations, map[string]string{AnnotationInputsHash: "h2"})
+
+			pod := d.Spec.Template.Spec
+			checkRestricted(t, pod)
+			if pod.ServiceAccountName != name {
+				t.Errorf("service account = %q", pod.ServiceAccountName)
+			}
+			if pod.EnableServiceLinks == nil || *pod.EnableServiceLinks {
+				t.Error("service links enabled")
+			}
+			c := pod.Containers[0]
+			if c.Image != tc.wantImage || !slices.Equal(c.Command, []string{"garra", "sandbox", "--workspace", "/workspace", "--listen", ":8080"}) {
+				t.Errorf("image %q command %v", c.Image, c.Command)
+			}
+			if len(c.Ports) != 1 || c.Ports[0].ContainerPort != 8080 || c.Ports[0].Name != "mcp" {
+				t.Errorf("ports = %+v", c.Ports)
+			}
+			// Only its own sandbox token: no LLM key, no gateway key, no orchestrator token.
+			eqMap(t, "env", envFrom(c), map[string]string{
+				"HOME":                "=/tmp",
+				"GARRA_SANDBOX_TOKEN": "team-a-orch-" + tc.orch + "/sandbox-token",
+			})
+			eqMap(t, "mounts", mounts(c), map[string]string{"/workspace": "workspace", "/tmp": "tmp"})
+			for _, v := range pod.Volumes {
+				switch v.Name {
+				case "workspace":
+					if v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != "team-a-ws-"+tc.orch {
+						t.Errorf("workspace volume = %+v", v)
+					}
+				case "tmp":
+					if v.EmptyDir == nil {
+						t.Errorf("tmp volume = %+v", v)
+					}
+				default:
+					t.Errorf("unexpected volume %s", v.Name)
+				}
+			}
+			q, limited := c.Resources.Limits[corev1.ResourceMemory]
+			if limited != (tc.wantMemLimit != "") || (limited && q.String() != tc.wantMemLimit) {
+				t.Errorf("memory limit = %s, want %q", q.String(), tc.wantMemLimit)
+			}
+			if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.LivenessProbe == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" {
+				t.Errorf("probes = %+v %+v", c.ReadinessProbe, c.LivenessProbe)
+			}
+		})
+	}
+}
+
+func TestSandboxImage(t *testing.T) {
+	gs := testServer()
+	o := gs.Spec.Orchestrators[0]
+	if got := sandboxImage(gs, o, "def"); got != "def" {
+		t.Errorf("default: %q", got)
+	}
+	gs.Spec.SandboxImage = "spec"
+	if got := sandboxImage(gs, o, "def"); got != "spec" {
+		t.Errorf("spec.sandboxImage: %q", got)
+	}
+	o.Sandbox.Image = "own"
+	if got := sandboxImage(gs, o, "def"); got != "own" {
+		t.Errorf("own: %q", got)
+	}
+}

@@ -1,0 +1,57 @@
+package controllers
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+
+	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
+)
+
+// PublicIPv4 is what egress "internet" allows, minus NonPublicIPv4.
+const PublicIPv4 = "0.0.0.0/0"
+
+// NonPublicIPv4 are the ranges egress "internet" excludes: RFC 1918
+// private networks, link-local (cloud metadata at 169.254.169.254) and
+// carrier-grade NAT.
+var NonPublicIPv4 = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10"}
+
+// sandboxNetworkPolicy is NAME-sandbox-O. Ingress: only this GarraServer's
+// gateway pods, on 8080. Egress per o.sandbox.egress:
+//
+//   - none (default): nothing at all, DNS included. The sandbox only
+//     answers the gateway (replies to admitted connections are not egress),
+//     and with no reachable address a name lookup is of no use; denying it
+//     also closes DNS as an exfiltration channel.
+//   - internet: public IPv4 (NonPublicIPv4 excluded) plus DNS (UDP and TCP
+//     53) to kube-dns in kube-system.
+func sandboxNetworkPolicy(gs *garrav1alpha1.GarraServer, o garrav1alpha1.OrchestratorSpec) *networkingv1ac.NetworkPolicyApplyConfiguration {
+	tcp, udp := corev1.ProtocolTCP, corev1.ProtocolUDP
+	spec := networkingv1ac.NetworkPolicySpec().
+		WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(labels(gs, ComponentSandbox, o.Name))).
+		WithPolicyTypes(networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress).
+		WithIngress(networkingv1ac.NetworkPolicyIngressRule().
+			WithFrom(networkingv1ac.NetworkPolicyPeer().
+				WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(labels(gs, ComponentGateway, "")))).
+			WithPorts(networkingv1ac.NetworkPolicyPort().WithProtocol(tcp).WithPort(intstr.FromInt32(SandboxPort))))
+	if o.Sandbox.Egress == garrav1alpha1.EgressInternet {
+		spec.WithEgress(
+			networkingv1ac.NetworkPolicyEgressRule().
+				WithTo(networkingv1ac.NetworkPolicyPeer().
+					WithIPBlock(networkingv1ac.IPBlock().WithCIDR(PublicIPv4).WithExcept(NonPublicIPv4...))),
+			networkingv1ac.NetworkPolicyEgressRule().
+				WithTo(networkingv1ac.NetworkPolicyPeer().
+					WithNamespaceSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{"kubernetes.io/metadata.name": "kube-system"})).
+					WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{"k8s-app": "kube-dns"}))).
+				WithPorts(
+					networkingv1ac.NetworkPolicyPort().WithProtocol(udp).WithPort(intstr.FromInt32(53)),
+					networkingv1ac.NetworkPolicyPort().WithProtocol(tcp).WithPort(intstr.FromInt32(53))),
+		)
+	}
+	return networkingv1ac.NetworkPolicy(sandboxName(gs, o.Name), gs.Namespace).
+		WithLabels(labels(gs, ComponentSandbox, o.Name)).
+		WithOwnerReferences(ownerRefs(gs)...).
+		WithSpec(spec)
+}

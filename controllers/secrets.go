@@ -1,0 +1,147 @@
+package controllers
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
+)
+
+// GeneratedBytes is the entropy of every generated credential.
+const GeneratedBytes = 32
+
+// newCredential is GeneratedBytes random bytes, base64url without padding.
+func newCredential(rand io.Reader) (string, error) {
+	b := make([]byte, GeneratedBytes)
+	if _, err := io.ReadFull(rand, b); err != nil {
+		return "", fmt.Errorf("generate credential: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// generatedSecret is a Secret of fresh credentials, one per key. It is
+// created once and immutable: the API server itself refuses to rewrite it,
+// and the controller never updates it (a deleted one is generated anew).
+func generatedSecret(gs *garrav1alpha1.GarraServer, name, component, orch string, rand io.Reader, keys ...string) (*corev1.Secret, error) {
+	data := make(map[string][]byte, len(keys))
+	for _, k := range keys {
+		v, err := newCredential(rand)
+		if err != nil {
+			return nil, err
+		}
+		data[k] = []byte(v)
+	}
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      name,
+			Namespace: gs.Namespace,
+			Labels:    labels(gs, component, orch),
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion:         garrav1alpha1.GroupVersion.String(),
+				Kind:               "GarraServer",
+				Name:               gs.Name,
+				UID:                gs.UID,
+				Controller:         ptr.To(true),
+				BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Immutable: ptr.To(true),
+		Type:      corev1.SecretTypeOpaque,
+		Data:      data,
+	}, nil
+}
+
+// secretRef is one Secret key a pod reads, and why (for messages).
+type secretRef struct {
+	Secret, Key string
+	Field       string // the spec field or generated object it comes from
+}
+
+func (r secretRef) String() string { return r.Secret + "/" + r.Key }
+
+// gatewayAPIKeyRef is where GARRAIA_GATEWAY_API_KEY comes from.
+func gatewayAPIKeyRef(gs *garrav1alpha1.GarraServer) secretRef {
+	if ref := gs.Spec.Gateway.APIKeySecretRef; ref != nil {
+		return secretRef{ref.Name, ref.Key, "spec.gateway.apiKeySecretRef"}
+	}
+	return secretRef{gatewayName(gs), KeyAPIKey, "generated"}
+}
+
+// orchTokenRef is where orchestrator o's bearer token comes from.
+func orchTokenRef(gs *garrav1alpha1.GarraServer, o garrav1alpha1.OrchestratorSpec) secretRef {
+	if ref := o.TokenSecretRef; ref != nil {
+		return secretRef{ref.Name, ref.Key, "spec.orchestrators[" + o.Name + "].tokenSecretRef"}
+	}
+	return secretRef{orchSecretName(gs, o.Name), KeyToken, "generated"}
+}
+
+func sandboxTokenRef(gs *garrav1alpha1.GarraServer, o string) secretRef {
+	return secretRef{orchSecretName(gs, o), KeySandboxToken, "generated"}
+}
+
+// envRef is a pod variable read from a Secret key.
+type envRef struct {
+	Env string
+	Ref secretRef
+}
+
+// gatewayEnvRefs are the gateway's secret-backed variables, in pod order.
+func gatewayEnvRefs(gs *garrav1alpha1.GarraServer) []envRef {
+	refs := []envRef{{EnvGatewayAPIKey, gatewayAPIKeyRef(gs)}}
+	if ref := gs.Spec.LLM.APIKeySecretRef; ref != nil {
+		refs = append(refs, envRef{EnvLLMAPIKey, secretRef{ref.Name, ref.Key, "spec.llm.apiKeySecretRef"}})
+	}
+	if ch := gs.Spec.Channels; ch != nil && ch.Telegram != nil && ch.Telegram.BotTokenSecretRef != nil {
+		ref := ch.Telegram.BotTokenSecretRef
+		refs = append(refs, envRef{EnvTelegramToken, secretRef{ref.Name, ref.Key, "spec.channels.telegram.botTokenSecretRef"}})
+	}
+	for _, o := range gs.Spec.Orchestrators {
+		refs = append(refs,
+			envRef{OrchTokenEnv(o.Name), orchTokenRef(gs, o)},
+			envRef{SandboxTokenEnv(o.Name), sandboxTokenRef(gs, o.Name)})
+	}
+	return refs
+}
+
+// ReferencedSecretNames are the Secrets gs names in its spec (not the
+// generated ones), for the watch index.
+func ReferencedSecretNames(gs *garrav1alpha1.GarraServer) []string {
+	seen := map[string]bool{}
+	for _, er := range gatewayEnvRefs(gs) {
+		if er.Ref.Field != "generated" {
+			seen[er.Ref.Secret] = true
+		}
+	}
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// inputsHash is the pod template annotation: SHA-256 over the config and
+// the value of every secret key the pod reads (a missing one hashes as
+// missing, so its appearance rolls the pod too).
+func inputsHash(configYAML string, refs []secretRef, values map[string][]byte) string {
+	h := sha256.New()
+	_, _ = fmt.Fprintf(h, "config %d\n%s\n", len(configYAML), configYAML) // a hash.Hash never fails
+	for _, r := range refs {
+		v, ok := values[r.String()]
+		if !ok {
+			_, _ = fmt.Fprintf(h, "secret %s missing\n", r)
+			continue
+		}
+		_, _ = fmt.Fprintf(h, "secret %s %d\n", r, len(v))
+		_, _ = h.Write(v)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

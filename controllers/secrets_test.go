@@ -1,0 +1,134 @@
+package controllers
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
+)
+
+func TestGeneratedSecrets(t *testing.T) {
+	gs := testServer()
+	tests := []struct {
+		name       string
+		build      func() (*corev1.Secret, error)
+		wantName   string
+		wantLabels map[string]string
+		wantKeys   []string
+	}{
+		{"gateway", func() (*corev1.Secret, error) { return gatewaySecret(gs, rand.Reader) },
+			"team-a-gateway", gatewayLabels(), []string{"api-key"}},
+		{"orchestrator", func() (*corev1.Secret, error) { return orchestratorSecret(gs, "badgood", rand.Reader) },
+			"team-a-orch-badgood", sandboxLabels("badgood"), []string{"sandbox-token", "token"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sec, err := tc.build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sec.Name != tc.wantName || sec.Namespace != "agents" {
+				t.Errorf("name = %s/%s", sec.Namespace, sec.Name)
+			}
+			checkOwned(t, sec.ObjectMeta, tc.wantLabels, true)
+			if sec.Immutable == nil || !*sec.Immutable {
+				t.Error("generated Secret is not immutable")
+			}
+			if got := sortedKeys(sec.Data); !slices.Equal(got, tc.wantKeys) {
+				t.Errorf("keys = %v, want %v", got, tc.wantKeys)
+			}
+			seen := map[string]bool{}
+			for k, v := range sec.Data {
+				raw, err := base64.RawURLEncoding.DecodeString(string(v))
+				if err != nil || len(raw) != 32 {
+					t.Errorf("%s = %q: not 32 bytes of base64url (%v)", k, v, err)
+				}
+				if seen[string(v)] {
+					t.Errorf("%s repeats another key's value", k)
+				}
+				seen[string(v)] = true
+			}
+		})
+	}
+}
+
+func TestNewCredentialUsesInjectedRandomness(t *testing.T) {
+	got, err := newCredential(bytes.NewReader(bytes.Repeat([]byte{0xfb}, 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := base64.RawURLEncoding.EncodeToString(bytes.Repeat([]byte{0xfb}, 32)); got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if _, err := newCredential(bytes.NewReader(make([]byte, 31))); err == nil {
+		t.Error("short entropy accepted")
+	}
+}
+
+func TestGatewayEnvRefs(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*garrav1alpha1.GarraServer)
+		want   map[string]string
+	}{
+		{"generated key, LLM key, one BYO token", nil, map[string]string{
+			"GARRAIA_GATEWAY_API_KEY":      "team-a-gateway/api-key",
+			"GARRA_LLM_API_KEY":            "llm-keys/openrouter",
+			"GARRA_ORCH_TOKEN_BADGOOD":     "team-a-orch-badgood/token",
+			"GARRA_SANDBOX_TOKEN_BADGOOD":  "team-a-orch-badgood/sandbox-token",
+			"GARRA_ORCH_TOKEN_N8N_PROD":    "n8n-token/token",
+			"GARRA_SANDBOX_TOKEN_N8N_PROD": "team-a-orch-n8n-prod/sandbox-token",
+		}},
+		{"BYO gateway key, telegram, ollama", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Gateway.APIKeySecretRef = &garrav1alpha1.SecretKeySelector{Name: "my-key", Key: "k"}
+			gs.Spec.LLM = garrav1alpha1.LLMSpec{Provider: garrav1alpha1.ProviderOllama}
+			gs.Spec.Channels = &garrav1alpha1.ChannelsSpec{Telegram: &garrav1alpha1.TelegramSpec{
+				BotTokenSecretRef: &garrav1alpha1.SecretKeySelector{Name: "tg", Key: "bot"}}}
+			gs.Spec.Orchestrators = nil
+		}, map[string]string{
+			"GARRAIA_GATEWAY_API_KEY": "my-key/k",
+			"TELEGRAM_BOT_TOKEN":      "tg/bot",
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			gs := testServer()
+			if tc.mutate != nil {
+				tc.mutate(gs)
+			}
+			got := map[string]string{}
+			for _, er := range gatewayEnvRefs(gs) {
+				got[er.Env] = er.Ref.String()
+			}
+			eqMap(t, "env refs", got, tc.want)
+		})
+	}
+	if got := ReferencedSecretNames(testServer()); !slices.Equal(got, []string{"llm-keys", "n8n-token"}) {
+		t.Errorf("ReferencedSecretNames = %v", got)
+	}
+}
+
+func TestInputsHash(t *testing.T) {
+	refs := []secretRef{{"a", "k", ""}, {"b", "k", ""}}
+	base := inputsHash("cfg", refs, map[string][]byte{"a/k": []byte("1"), "b/k": []byte("2")})
+	for name, h := range map[string]string{
+		"config changed":  inputsHash("cfg2", refs, map[string][]byte{"a/k": []byte("1"), "b/k": []byte("2")}),
+		"secret changed":  inputsHash("cfg", refs, map[string][]byte{"a/k": []byte("1"), "b/k": []byte("3")}),
+		"secret missing":  inputsHash("cfg", refs, map[string][]byte{"a/k": []byte("1")}),
+		"boundary moved":  inputsHash("cfg", refs, map[string][]byte{"a/k": []byte("12"), "b/k": []byte("")}),
+		"another ref set": inputsHash("cfg", refs[:1], map[string][]byte{"a/k": []byte("1"), "b/k": []byte("2")}),
+	} {
+		if h == base {
+			t.Errorf("%s: hash unchanged", name)
+		}
+	}
+	unrelated := inputsHash("cfg", refs, map[string][]byte{"a/k": []byte("1"), "b/k": []byte("2"), "c/k": []byte("x")})
+	if unrelated != base {
+		t.Error("a key no pod reads changed the hash")
+	}
+}

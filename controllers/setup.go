@@ -1,0 +1,102 @@
+package controllers
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
+)
+
+// ControllerName names the controller (logs, metrics).
+const ControllerName = "garraserver"
+
+// secretRefIndex indexes GarraServers by the Secrets their spec names.
+const secretRefIndex = ".spec.secretRefs" //nolint:gosec // G101: an index name
+
+// CacheOptions are the manager's cache settings: children are cached only
+// when labelled app.kubernetes.io/name=garra (a child that lost its label
+// looks absent and is applied again); Secrets are cached whole because a
+// bring-your-own Secret carries no label of ours, without managedFields
+// (the controller never applies a Secret).
+func CacheOptions() cache.Options {
+	ours := k8slabels.SelectorFromSet(k8slabels.Set{LabelName: AppName})
+	return cache.Options{
+		ByObject: map[client.Object]cache.ByObject{
+			&appsv1.Deployment{}:            {Label: ours},
+			&corev1.Service{}:               {Label: ours},
+			&corev1.ConfigMap{}:             {Label: ours},
+			&corev1.ServiceAccount{}:        {Label: ours},
+			&corev1.PersistentVolumeClaim{}: {Label: ours},
+			&networkingv1.NetworkPolicy{}:   {Label: ours},
+			&corev1.Secret{}:                {Transform: cache.TransformStripManagedFields()},
+		},
+	}
+}
+
+// SetupWithManager registers the controller: it watches GarraServers, the
+// children it controls, the Secrets a spec names (to roll pods when they
+// change) and the workspace claims (a retained one has no owner reference).
+func (r *GarraServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &garrav1alpha1.GarraServer{}, secretRefIndex,
+		func(o client.Object) []string { return ReferencedSecretNames(o.(*garrav1alpha1.GarraServer)) }); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&garrav1alpha1.GarraServer{}).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.ServiceAccount{}).
+		Owns(&networkingv1.NetworkPolicy{}).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretToServers)).
+		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(byInstanceLabel)).
+		Complete(r)
+}
+
+// secretToServers maps a Secret to the GarraServer that controls it and to
+// those whose spec names it.
+func (r *GarraServerReconciler) secretToServers(ctx context.Context, o client.Object) []reconcile.Request {
+	var reqs []reconcile.Request
+	if ref := ctrlOwner(o); ref != "" {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref}})
+	}
+	var list garrav1alpha1.GarraServerList
+	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{secretRefIndex: o.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list GarraServers naming a Secret", "secret", o.GetName())
+		return reqs
+	}
+	for _, gs := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: gs.Namespace, Name: gs.Name}})
+	}
+	return reqs
+}
+
+// byInstanceLabel maps a child to its GarraServer by label.
+func byInstanceLabel(_ context.Context, o client.Object) []reconcile.Request {
+	l := o.GetLabels()
+	if l[LabelName] != AppName || l[LabelInstance] == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: l[LabelInstance]}}}
+}
+
+// ctrlOwner is the name of the GarraServer controlling o, or "".
+func ctrlOwner(o client.Object) string {
+	for _, ref := range o.GetOwnerReferences() {
+		if ref.Controller != nil && *ref.Controller && ref.Kind == "GarraServer" && ref.APIVersion == garrav1alpha1.GroupVersion.String() {
+			return ref.Name
+		}
+	}
+	return ""
+}

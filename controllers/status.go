@@ -1,0 +1,182 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
+)
+
+// observed is what the status is derived from.
+type observed struct {
+	// gateway is the gateway Deployment, nil if absent.
+	gateway *appsv1.Deployment
+	// sandboxes are the sandbox Deployments by orchestrator, absent ones missing.
+	sandboxes map[string]*appsv1.Deployment
+	missing   []secretRef
+	invalid   string
+}
+
+// available reports whether d has an available replica.
+func available(d *appsv1.Deployment) bool { return d != nil && d.Status.AvailableReplicas > 0 }
+
+// computeStatus derives the status of gs from the world. Conditions keep
+// their lastTransitionTime while their status does not change.
+func computeStatus(gs *garrav1alpha1.GarraServer, w observed) garrav1alpha1.GarraServerStatus {
+	st := garrav1alpha1.GarraServerStatus{
+		ObservedGeneration: gs.Generation,
+		Endpoint:           Endpoint(gs),
+		Conditions:         append([]metav1.Condition(nil), gs.Status.Conditions...),
+	}
+	var notReady []string
+	for _, o := range gs.Spec.Orchestrators {
+		ok := available(w.sandboxes[o.Name])
+		if !ok {
+			notReady = append(notReady, o.Name)
+		}
+		st.Orchestrators = append(st.Orchestrators, garrav1alpha1.OrchestratorStatus{
+			Name:            o.Name,
+			Ready:           ok,
+			TokenSecret:     orchTokenRef(gs, o).Secret,
+			WorkspaceClaim:  workspaceName(gs, o.Name),
+			SandboxEndpoint: SandboxURL(gs, o.Name),
+		})
+	}
+	total := len(gs.Spec.Orchestrators)
+	st.OrchestratorsReady = fmt.Sprintf("%d/%d", total-len(notReady), total)
+
+	set := func(typ string, ok bool, reason, msg string) {
+		status := metav1.ConditionFalse
+		if ok {
+			status = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gs.Generation,
+		})
+	}
+
+	gwOK := false
+	switch {
+	case len(w.missing) > 0:
+		parts := make([]string, 0, len(w.missing))
+		for _, m := range w.missing {
+			parts = append(parts, fmt.Sprintf("Secret %s key %s (%s)", m.Secret, m.Key, m.Field))
+		}
+		set(garrav1alpha1.ConditionGatewayReady, false, garrav1alpha1.ReasonSecretMissing, "not found: "+strings.Join(parts, ", "))
+	case available(w.gateway):
+		gwOK = true
+		set(garrav1alpha1.ConditionGatewayReady, true, garrav1alpha1.ReasonAvailable, "the gateway has an available replica")
+	default:
+		set(garrav1alpha1.ConditionGatewayReady, false, garrav1alpha1.ReasonProgressing, "waiting for the gateway Deployment "+gatewayName(gs)+" to have an available replica")
+	}
+
+	orchOK := len(notReady) == 0
+	switch {
+	case total == 0:
+		set(garrav1alpha1.ConditionOrchestratorsReady, true, garrav1alpha1.ReasonNoOrchestrators, "the spec lists no orchestrator")
+	case orchOK:
+		set(garrav1alpha1.ConditionOrchestratorsReady, true, garrav1alpha1.ReasonAvailable, fmt.Sprintf("%s sandboxes available", st.OrchestratorsReady))
+	default:
+		set(garrav1alpha1.ConditionOrchestratorsReady, false, garrav1alpha1.ReasonProgressing,
+			fmt.Sprintf("%s sandboxes available; waiting for %s", st.OrchestratorsReady, strings.Join(notReady, ", ")))
+	}
+
+	switch {
+	case w.invalid != "":
+		set(garrav1alpha1.ConditionReady, false, garrav1alpha1.ReasonInvalidSpec, w.invalid)
+	case gwOK && orchOK:
+		set(garrav1alpha1.ConditionReady, true, garrav1alpha1.ReasonReady, "the gateway and every sandbox are available")
+	default:
+		var why []string
+		if !gwOK {
+			why = append(why, garrav1alpha1.ConditionGatewayReady)
+		}
+		if !orchOK {
+			why = append(why, garrav1alpha1.ConditionOrchestratorsReady)
+		}
+		set(garrav1alpha1.ConditionReady, false, garrav1alpha1.ReasonNotReady, "not yet: "+strings.Join(why, ", ")+" is False")
+	}
+	return st
+}
+
+// writeStatus observes the Deployments, computes the status and patches
+// the status subresource only when it differs. Events mark a condition
+// turning to InvalidSpec or SecretMissing, and orchestrators that are new.
+func (r *GarraServerReconciler) writeStatus(ctx context.Context, s *reconcileState) error {
+	gs := s.gs
+	w := observed{sandboxes: map[string]*appsv1.Deployment{}, missing: s.missing, invalid: s.invalid}
+	var err error
+	if w.gateway, err = r.deployment(ctx, gs.Namespace, gatewayName(gs)); err != nil {
+		return err
+	}
+	for _, o := range gs.Spec.Orchestrators {
+		d, err := r.deployment(ctx, gs.Namespace, sandboxName(gs, o.Name))
+		if err != nil {
+			return err
+		}
+		w.sandboxes[o.Name] = d
+	}
+	st := computeStatus(gs, w)
+	if equality.Semantic.DeepEqual(gs.Status, st) {
+		return nil
+	}
+	old := gs.DeepCopy()
+	gs.Status = st
+	if err := r.Status().Patch(ctx, gs, client.MergeFrom(old), client.FieldOwner(FieldOwner)); err != nil {
+		return err
+	}
+	r.statusEvents(old, gs)
+	return nil
+}
+
+func (r *GarraServerReconciler) statusEvents(old, gs *garrav1alpha1.GarraServer) {
+	turned := func(typ, reason string) *metav1.Condition {
+		c := meta.FindStatusCondition(gs.Status.Conditions, typ)
+		if c == nil || c.Reason != reason {
+			return nil
+		}
+		if p := meta.FindStatusCondition(old.Status.Conditions, typ); p != nil && p.Reason == reason && p.Message == c.Message {
+			return nil
+		}
+		return c
+	}
+	if c := turned(garrav1alpha1.ConditionReady, garrav1alpha1.ReasonInvalidSpec); c != nil {
+		r.event(gs, true, garrav1alpha1.EventInvalidSpec, "Validate", "%s", c.Message)
+	}
+	if c := turned(garrav1alpha1.ConditionGatewayReady, garrav1alpha1.ReasonSecretMissing); c != nil {
+		r.event(gs, true, garrav1alpha1.EventSecretMissing, "Read", "%s", c.Message)
+	}
+	if meta.IsStatusConditionPresentAndEqual(gs.Status.Conditions, garrav1alpha1.ConditionReady, metav1.ConditionFalse) &&
+		meta.FindStatusCondition(gs.Status.Conditions, garrav1alpha1.ConditionReady).Reason == garrav1alpha1.ReasonInvalidSpec {
+		return // nothing was applied
+	}
+	had := map[string]bool{}
+	for _, o := range old.Status.Orchestrators {
+		had[o.Name] = true
+	}
+	for _, o := range gs.Status.Orchestrators {
+		if !had[o.Name] {
+			r.event(gs, false, garrav1alpha1.EventOrchestratorAdded, "Create", "orchestrator %s added: sandbox %s, workspace %s", o.Name, o.SandboxEndpoint, o.WorkspaceClaim)
+		}
+	}
+}
+
+func (r *GarraServerReconciler) deployment(ctx context.Context, ns, name string) (*appsv1.Deployment, error) {
+	d := &appsv1.Deployment{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get Deployment %s: %w", name, err)
+	}
+	return d, nil
+}

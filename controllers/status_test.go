@@ -1,0 +1,136 @@
+package controllers
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
+)
+
+func dep(avail int32) *appsv1.Deployment {
+	return &appsv1.Deployment{Status: appsv1.DeploymentStatus{AvailableReplicas: avail}}
+}
+
+func TestComputeStatus(t *testing.T) {
+	type conds struct{ ready, gateway, orchs string } // reasons
+	tests := []struct {
+		name      string
+		w         observed
+		noOrchs   bool
+		want      conds
+		wantCount string
+		wantRows  map[string]bool
+	}{
+		{"nothing available yet", observed{},
+			false, conds{"NotReady", "Progressing", "Progressing"}, "0/2", map[string]bool{"badgood": false, "n8n-prod": false}},
+		{"one sandbox available", observed{gateway: dep(1), sandboxes: map[string]*appsv1.Deployment{"badgood": dep(1), "n8n-prod": dep(0)}},
+			false, conds{"NotReady", "Available", "Progressing"}, "1/2", map[string]bool{"badgood": true, "n8n-prod": false}},
+		{"all available", observed{gateway: dep(1), sandboxes: map[string]*appsv1.Deployment{"badgood": dep(1), "n8n-prod": dep(2)}},
+			false, conds{"Ready", "Available", "Available"}, "2/2", map[string]bool{"badgood": true, "n8n-prod": true}},
+		{"a secret is missing", observed{gateway: dep(1), sandboxes: map[string]*appsv1.Deployment{"badgood": dep(1), "n8n-prod": dep(1)},
+			missing: []secretRef{{"llm-keys", "openrouter", "spec.llm.apiKeySecretRef"}}},
+			false, conds{"NotReady", "SecretMissing", "Available"}, "2/2", nil},
+		{"invalid spec", observed{invalid: "spec.image is empty"},
+			false, conds{"InvalidSpec", "Progressing", "Progressing"}, "0/2", nil},
+		{"no orchestrators", observed{gateway: dep(1)},
+			true, conds{"Ready", "Available", "NoOrchestrators"}, "0/0", map[string]bool{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			gs := testServer()
+			if tc.noOrchs {
+				gs.Spec.Orchestrators = nil
+			}
+			st := computeStatus(gs, tc.w)
+			if st.ObservedGeneration != 3 || st.Endpoint != "http://team-a-gateway.agents.svc:3888/mcp" || st.OrchestratorsReady != tc.wantCount {
+				t.Errorf("status = %+v", st)
+			}
+			for typ, reason := range map[string]string{"Ready": tc.want.ready, "GatewayReady": tc.want.gateway, "OrchestratorsReady": tc.want.orchs} {
+				c := meta.FindStatusCondition(st.Conditions, typ)
+				if c == nil || c.Reason != reason || c.ObservedGeneration != 3 || c.Message == "" {
+					t.Errorf("%s = %+v, want reason %s", typ, c, reason)
+					continue
+				}
+				if (c.Status == metav1.ConditionTrue) != (reason == "Ready" || reason == "Available" || reason == "NoOrchestrators") {
+					t.Errorf("%s status %s with reason %s", typ, c.Status, reason)
+				}
+			}
+			if tc.wantRows != nil {
+				if len(st.Orchestrators) != len(tc.wantRows) {
+					t.Errorf("rows = %+v", st.Orchestrators)
+				}
+				for _, row := range st.Orchestrators {
+					if row.Ready != tc.wantRows[row.Name] {
+						t.Errorf("%s ready = %v", row.Name, row.Ready)
+					}
+				}
+			}
+		})
+	}
+
+	t.Run("rows", func(t *testing.T) {
+		st := computeStatus(testServer(), observed{})
+		want := []garrav1alpha1.OrchestratorStatus{
+			{Name: "badgood", TokenSecret: "team-a-orch-badgood", WorkspaceClaim: "team-a-ws-badgood", SandboxEndpoint: "http://team-a-sandbox-badgood.agents.svc:8080/mcp"},
+			{Name: "n8n-prod", TokenSecret: "n8n-token", WorkspaceClaim: "team-a-ws-n8n-prod", SandboxEndpoint: "http://team-a-sandbox-n8n-prod.agents.svc:8080/mcp"},
+		}
+		if len(st.Orchestrators) != 2 || st.Orchestrators[0] != want[0] || st.Orchestrators[1] != want[1] {
+			t.Errorf("rows = %+v", st.Orchestrators)
+		}
+	})
+
+	t.Run("transition time kept while the status holds", func(t *testing.T) {
+		gs := testServer()
+		past := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
+		gs.Status.Conditions = []metav1.Condition{{Type: "GatewayReady", Status: metav1.ConditionFalse, Reason: "Progressing", LastTransitionTime: past}}
+		st := computeStatus(gs, observed{})
+		if c := meta.FindStatusCondition(st.Conditions, "GatewayReady"); !c.LastTransitionTime.Equal(&past) {
+			t.Errorf("lastTransitionTime = %v, want %v", c.LastTransitionTime, past)
+		}
+		st = computeStatus(gs, observed{gateway: dep(1)})
+		if c := meta.FindStatusCondition(st.Conditions, "GatewayReady"); c.LastTransitionTime.Equal(&past) {
+			t.Error("lastTransitionTime not moved on a transition")
+		}
+	})
+}
+
+func TestInvalidSpec(t *testing.T) {
+	tests := []struct {
+		name             string
+		mutate           func(*garrav1alpha1.GarraServer)
+		defGarra, defSbx string
+		want             string // substring; "" = valid
+	}{
+		{"valid", nil, "g", "s", ""},
+		{"image from spec", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Image = "x" }, "", "s", ""},
+		{"no gateway image", nil, "", "s", "spec.image is empty"},
+		{"no sandbox image", nil, "g", "", "spec.orchestrators[badgood].sandbox.image"},
+		{"name too long for a Service", func(gs *garrav1alpha1.GarraServer) {
+			gs.Name = "a-very-long-garra-server-name-that-goes-on"
+			gs.Spec.Orchestrators[0].Name = "and-an-orchestrator-name-too"
+		}, "g", "s", "spec.orchestrators[and-an-orchestrator-name-too].name"},
+		{"name with a dot", func(gs *garrav1alpha1.GarraServer) { gs.Name = "team.a" }, "g", "s", "metadata.name"},
+		{"zero workspace", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Orchestrators[1].Workspace.Size = resource.MustParse("0") }, "g", "s",
+			"spec.orchestrators[n8n-prod].workspace.size must be positive"},
+		{"negative gateway storage", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Gateway.Storage.Size = resource.MustParse("-1Gi") }, "g", "s",
+			"spec.gateway.storage.size must be positive"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			gs := testServer()
+			if tc.mutate != nil {
+				tc.mutate(gs)
+			}
+			got := invalidSpec(gs, tc.defGarra, tc.defSbx)
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("invalidSpec = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
