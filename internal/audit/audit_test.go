@@ -2,7 +2,6 @@ package audit
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"os"
@@ -12,24 +11,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/garraia/garra/test/testlog"
 )
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = testlog.Buffer
 
 func newLog(t *testing.T, o Options) (*Log, *syncBuffer) {
 	t.Helper()

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -30,28 +28,8 @@ func TestErrorTableHTTPRowsMatchTheGateway(t *testing.T) {
 		body   string
 	}
 	do := func(method, url, token, body string, hdr map[string]string) result {
-		req, err := http.NewRequest(method, url+"/mcp", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		if host, ok := hdr["Host"]; ok {
-			req.Host = host
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return result{resp.StatusCode, string(b)}
+		status, b := request(t, method, url, token, body, hdr)
+		return result{status, b}
 	}
 	scenarios := map[string]func() result{
 		"404 page not found": func() result { return do("POST", off.url, ownerKey, toolsList, nil) },

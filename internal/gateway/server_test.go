@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,27 +22,12 @@ import (
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/gateway"
 	"github.com/garraia/garra/test/fakes/llmdouble"
+	"github.com/garraia/garra/test/testlog"
 )
 
 const ownerKey = "owner-key-0123456789"
 
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = testlog.Buffer
 
 type harness struct {
 	url   string
@@ -94,7 +78,14 @@ const toolsList = `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`
 // post sends a raw JSON-RPC POST the way curl does.
 func post(t *testing.T, url, token, body string, hdr map[string]string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(body))
+	return request(t, http.MethodPost, url, token, body, hdr)
+}
+
+// request sends a raw request to /mcp with the headers an MCP client sends,
+// overridden by hdr (a "Host" entry sets the Host header).
+func request(t *testing.T, method, url, token, body string, hdr map[string]string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url+"/mcp", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

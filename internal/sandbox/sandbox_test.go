@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,27 +24,12 @@ import (
 	"github.com/garraia/garra/internal/jail"
 	"github.com/garraia/garra/internal/sandbox"
 	"github.com/garraia/garra/internal/tools"
+	"github.com/garraia/garra/test/testlog"
 )
 
 const testToken = "test-sandbox-token-0123456789abcdef"
 
-// syncBuffer collects log output written from server goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = testlog.Buffer
 
 type fixture struct {
 	parent string // holds ws and outside

@@ -1,7 +1,6 @@
 package telegram_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -20,6 +19,7 @@ import (
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/test/fakes/llmdouble"
 	tgfake "github.com/garraia/garra/test/fakes/telegram"
+	"github.com/garraia/garra/test/testlog"
 )
 
 const token = "123456789:AAtest-token-abcdefghijklmnopqrstuvw"
@@ -30,22 +30,7 @@ var (
 	codeRE   = regexp.MustCompile(`\b[A-HJ-NP-Z2-9]{8}\b`)
 )
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = testlog.Buffer
 
 type harness struct {
 	tg    *tgfake.Server
