@@ -71,3 +71,11 @@ envtest-suite: ## The controller's Ginkgo suite on a real kube-apiserver and etc
 # `unit` (go test ./...) runs the envtest suite too, which finds the binaries
 # through `hack/envtest.sh --check`: build them before it.
 unit: envtest-assets
+
+# ---------------------------------------------------------------------------
+# Local development against a control plane built from the envtest binaries.
+# ---------------------------------------------------------------------------
+.PHONY: dev
+
+dev: ## kube-apiserver+etcd (envtest binaries), the CRD, the manager, the sample; prints what it owns, then tears down (DEV_KEEP=1 keeps it running)
+	@hack/dev.sh
