@@ -59,7 +59,14 @@ func gatewayDeployment(gs *garrav1alpha1.GarraServer, image, hash string) *appsv
 			corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
 		)
 
-	return appsv1ac.Deployment(gatewayName(gs), gs.Namespace).
+	return singlePodDeployment(gs, gatewayName(gs), lbl, hash, pod)
+}
+
+// singlePodDeployment is the Deployment shape of every pod Garra runs: one
+// replica, Recreate (a ReadWriteOnce volume cannot be shared by two pods),
+// owned by gs, with the inputs hash on the template so changes roll out.
+func singlePodDeployment(gs *garrav1alpha1.GarraServer, name string, lbl map[string]string, hash string, pod *corev1ac.PodSpecApplyConfiguration) *appsv1ac.DeploymentApplyConfiguration {
+	return appsv1ac.Deployment(name, gs.Namespace).
 		WithLabels(lbl).
 		WithOwnerReferences(ownerRefs(gs)...).
 		WithSpec(appsv1ac.DeploymentSpec().

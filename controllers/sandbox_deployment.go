@@ -3,11 +3,9 @@ package controllers
 import (
 	"strconv"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
 )
@@ -56,17 +54,7 @@ func sandboxDeployment(gs *garrav1alpha1.GarraServer, o garrav1alpha1.Orchestrat
 			corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
 		)
 
-	return appsv1ac.Deployment(sandboxName(gs, o.Name), gs.Namespace).
-		WithLabels(lbl).
-		WithOwnerReferences(ownerRefs(gs)...).
-		WithSpec(appsv1ac.DeploymentSpec().
-			WithReplicas(1).
-			WithStrategy(appsv1ac.DeploymentStrategy().WithType(appsv1.RecreateDeploymentStrategyType)).
-			WithSelector(metav1ac.LabelSelector().WithMatchLabels(lbl)).
-			WithTemplate(corev1ac.PodTemplateSpec().
-				WithLabels(lbl).
-				WithAnnotations(map[string]string{AnnotationInputsHash: hash}).
-				WithSpec(pod)))
+	return singlePodDeployment(gs, sandboxName(gs, o.Name), lbl, hash, pod)
 }
 
 // sandboxImage resolves o's image: its own, then spec.sandboxImage, then
