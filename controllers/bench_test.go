@@ -330,9 +330,16 @@ func benchByResource(writes []string) map[string]int {
 
 // benchReconciles is the controller's reconcile count so far.
 func benchReconciles() float64 {
+	n, _ := reconcileCount()
+	return n
+}
+
+// reconcileCount reads controller_runtime_reconcile_total for this
+// controller from the manager's metrics registry.
+func reconcileCount() (float64, error) {
 	families, err := ctrlmetrics.Registry.(prometheus.Gatherer).Gather()
 	if err != nil {
-		return 0
+		return 0, err
 	}
 	total := 0.0
 	for _, f := range families {
@@ -347,7 +354,7 @@ func benchReconciles() float64 {
 			}
 		}
 	}
-	return total
+	return total, nil
 }
 
 // benchManager starts a manager as cmd/manager wires it and returns its stop.

@@ -10,7 +10,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL is made to be dot-imported
 	. "github.com/onsi/gomega"    //nolint:revive // likewise Gomega's matchers
-	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -19,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
@@ -234,22 +232,9 @@ func eventNotes(ns, reason string) []string {
 // reconciles is the controller's reconcile count so far.
 func reconciles() float64 {
 	GinkgoHelper()
-	families, err := ctrlmetrics.Registry.(prometheus.Gatherer).Gather()
+	n, err := reconcileCount()
 	must(err)
-	total := 0.0
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == ControllerName {
-					total += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return total
+	return n
 }
 
 // settled waits until team-a's objects exist and the manager has stopped
