@@ -108,6 +108,8 @@ type Server struct {
 	closed  bool
 	closing chan struct{}
 	active  sync.WaitGroup
+	// admin serves the /_double/ control API (admin.go) when set.
+	admin bool
 }
 
 // New starts a double on 127.0.0.1 with a free port. With no steps it runs in
@@ -191,6 +193,10 @@ func (s *Server) Close() {
 }
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	if s.adminEnabled() && strings.HasPrefix(r.URL.Path, AdminPrefix) {
+		s.serveAdmin(w, r)
+		return
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

@@ -145,3 +145,73 @@ func TestNewListenerNilT(t *testing.T) {
 	s2.Close()
 	s2.Close() // idempotent
 }
+
+func TestAdminAPI(t *testing.T) {
+	s := llmdouble.New(t)
+	// Off by default: the control path is just an unknown route.
+	if res, err := http.Get(s.URL() + "/_double/healthz"); err != nil || res.StatusCode != http.StatusNotFound {
+		t.Fatalf("control API answered before EnableAdmin: %v %v", res, err)
+	}
+	s.EnableAdmin()
+
+	put := func(body string) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPut, s.URL()+"/_double/script", strings.NewReader(body))
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	for _, bad := range []string{`{"steps":[{"tool_calls":[{"args":"{}"}]}]}`, `{"stepz":[]}`, `{"steps":[{"delay_ms":-1}]}`, `nope`} {
+		if code := put(bad); code != http.StatusBadRequest {
+			t.Errorf("PUT %s = %d, want 400", bad, code)
+		}
+	}
+	if code := put(`{"steps":[{"tool_calls":[{"id":"c1","name":"bash","args":"{\"command\":\"pwd\"}"}]},{"text":"done"}]}`); code != http.StatusNoContent {
+		t.Fatalf("PUT script = %d", code)
+	}
+
+	req, _ := http.NewRequest(http.MethodPost, s.URL()+"/v1/chat/completions",
+		strings.NewReader(`{"model":"m1","messages":[{"role":"user","content":"go"}],"tools":[{"type":"function","function":{"name":"bash"}}]}`))
+	req.Header.Set("Authorization", "Bearer k-123")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reply map[string]any
+	_ = json.NewDecoder(res.Body).Decode(&reply)
+	res.Body.Close()
+	msg := reply["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+	call := msg["tool_calls"].([]any)[0].(map[string]any)
+	if call["id"] != "c1" || call["function"].(map[string]any)["name"] != "bash" {
+		t.Errorf("scripted tool call = %v", msg)
+	}
+
+	res, err = http.Get(s.URL() + "/_double/requests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got llmdouble.RequestsResponse
+	if err := json.NewDecoder(res.Body).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if got.Remaining != 1 || len(got.Requests) != 1 {
+		t.Fatalf("requests = %+v", got)
+	}
+	r := got.Requests[0]
+	if r.Protocol != llmdouble.ProtocolOpenAI || r.Model != "m1" || r.APIKey != "k-123" || r.LastUserText != "go" ||
+		strings.Join(r.ToolNames, ",") != "bash" || !strings.Contains(r.RawBody, `"m1"`) {
+		t.Errorf("recorded = %+v", r)
+	}
+
+	// A new script forgets the old requests; an empty one is echo mode.
+	if code := put(`{"steps":[]}`); code != http.StatusNoContent || len(s.Requests()) != 0 || s.Remaining() != 0 {
+		t.Errorf("reset: %d, %d requests", code, len(s.Requests()))
+	}
+	if res, err := http.Get(s.URL() + "/_double/healthz"); err != nil || res.StatusCode != http.StatusOK {
+		t.Errorf("healthz: %v %v", res, err)
+	}
+}
