@@ -1,0 +1,289 @@
+// Command imagebuild writes Garra's container images as docker-archive
+// tarballs without a container engine, with go-containerregistry. They match
+// the Dockerfile's two targets, plus the LLM double the end-to-end suite runs
+// inside a test cluster:
+//
+//	garra.tar            localhost/garra:TAG            /usr/local/bin/garra and /manager on an empty base, user 65532
+//	garra-sandbox.tar    localhost/garra-sandbox:TAG    `garra sandbox` on the Debian root file system of hack/sandbox-rootfs.sh
+//	garra-llmdouble.tar  localhost/garra-llmdouble:TAG  test/fakes/llmdouble/cmd/llmdouble -listen :8080 -admin
+//
+// The binaries must be static linux builds (hack/images.sh makes them).
+// Every file gets the Unix epoch as its time, so the same inputs give the
+// same image digest and a re-import is a no-op.
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// Registry is the host part of every image name: images are imported, never
+// pulled, so no registry is named.
+const Registry = "localhost"
+
+// nonRoot is the uid and gid the images run as (distroless "nonroot"; the
+// operator's pods pin the same).
+const nonRoot = 65532
+
+const defaultPath = "/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+func main() {
+	var o options
+	flag.StringVar(&o.Out, "out", "", "directory for the tarballs (created)")
+	flag.StringVar(&o.Tag, "tag", "", "tag of every image (not latest: the pods use IfNotPresent)")
+	flag.StringVar(&o.Garra, "garra", "", "static linux garra binary")
+	flag.StringVar(&o.Manager, "manager", "", "static linux manager binary")
+	flag.StringVar(&o.LLMDouble, "llmdouble", "", "static linux llmdouble binary (empty: no double image)")
+	flag.StringVar(&o.SandboxBase, "sandbox-base", "", "root file system tarball of the sandbox image (hack/sandbox-rootfs.sh)")
+	flag.StringVar(&o.CACerts, "ca-certs", "/etc/ssl/certs/ca-certificates.crt", "CA bundle for the garra image (the gateway calls LLM providers over TLS)")
+	flag.Parse()
+	written, err := build(o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "imagebuild:", err)
+		os.Exit(1)
+	}
+	for _, w := range written {
+		fmt.Printf("%s\t%s\n", w.Ref, w.Path)
+	}
+}
+
+type options struct {
+	Out, Tag                  string
+	Garra, Manager, LLMDouble string
+	SandboxBase, CACerts      string
+}
+
+// written is one tarball and the image name inside it.
+type written struct{ Ref, Path string }
+
+func (o options) validate() error {
+	var errs []error
+	need := func(flag, v string) {
+		if v == "" {
+			errs = append(errs, fmt.Errorf("-%s is required", flag))
+		}
+	}
+	need("out", o.Out)
+	need("tag", o.Tag)
+	need("garra", o.Garra)
+	need("manager", o.Manager)
+	need("sandbox-base", o.SandboxBase)
+	if o.Tag == "latest" {
+		errs = append(errs, errors.New("-tag latest: the kubelet would try to pull it; use a version tag"))
+	}
+	return errors.Join(errs...)
+}
+
+func build(o options) ([]written, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return nil, err
+	}
+	var out []written
+	write := func(repo string, img v1.Image) error {
+		ref, err := name.NewTag(Registry + "/" + repo + ":" + o.Tag)
+		if err != nil {
+			return fmt.Errorf("image name %s: %w", repo, err)
+		}
+		path := filepath.Join(o.Out, repo+".tar")
+		if err := tarball.WriteToFile(path, ref, img); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		out = append(out, written{Ref: ref.String(), Path: path})
+		return nil
+	}
+
+	users, err := usersLayer()
+	if err != nil {
+		return nil, err
+	}
+
+	garra, err := garraImage(o, users)
+	if err != nil {
+		return nil, fmt.Errorf("garra image: %w", err)
+	}
+	if err := write("garra", garra); err != nil {
+		return nil, err
+	}
+
+	sbx, err := sandboxImage(o)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox image: %w", err)
+	}
+	if err := write("garra-sandbox", sbx); err != nil {
+		return nil, err
+	}
+
+	if o.LLMDouble != "" {
+		dbl, err := llmDoubleImage(o, users)
+		if err != nil {
+			return nil, fmt.Errorf("llmdouble image: %w", err)
+		}
+		if err := write("garra-llmdouble", dbl); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// garraImage is the Dockerfile's `garra` target: both binaries, CA
+// certificates, a passwd naming 65532, and no entrypoint (each Deployment
+// names its command; garra is on PATH).
+func garraImage(o options, users v1.Layer) (v1.Image, error) {
+	files := []file{
+		{Path: "usr/local/bin/garra", From: o.Garra, Mode: 0o755},
+		{Path: "manager", From: o.Manager, Mode: 0o755},
+		{Path: "tmp", Dir: true, Mode: 0o1777},
+	}
+	if o.CACerts != "" {
+		files = append(files, file{Path: "etc/ssl/certs/ca-certificates.crt", From: o.CACerts, Mode: 0o644})
+	}
+	bin, err := layer(files)
+	if err != nil {
+		return nil, err
+	}
+	return image([]v1.Layer{users, bin}, v1.Config{
+		User: fmt.Sprintf("%d:%d", nonRoot, nonRoot),
+		Env:  []string{"PATH=" + defaultPath},
+		Cmd:  []string{"garra", "version"},
+	})
+}
+
+// sandboxImage is the Dockerfile's `sandbox` target: the Debian root file
+// system as the base layer and garra on top.
+func sandboxImage(o options) (v1.Image, error) {
+	base, err := tarball.LayerFromFile(o.SandboxBase)
+	if err != nil {
+		return nil, fmt.Errorf("base layer %s: %w", o.SandboxBase, err)
+	}
+	bin, err := layer([]file{{Path: "usr/local/bin/garra", From: o.Garra, Mode: 0o755}})
+	if err != nil {
+		return nil, err
+	}
+	return image([]v1.Layer{base, bin}, v1.Config{
+		User:         fmt.Sprintf("%d:%d", nonRoot, nonRoot),
+		Env:          []string{"PATH=" + defaultPath, "HOME=/home/garra"},
+		WorkingDir:   "/workspace",
+		Entrypoint:   []string{"garra", "sandbox"},
+		ExposedPorts: map[string]struct{}{"8080/tcp": {}},
+	})
+}
+
+// llmDoubleImage runs the scripted LLM double with its control API on :8080.
+func llmDoubleImage(o options, users v1.Layer) (v1.Image, error) {
+	bin, err := layer([]file{{Path: "llmdouble", From: o.LLMDouble, Mode: 0o755}})
+	if err != nil {
+		return nil, err
+	}
+	return image([]v1.Layer{users, bin}, v1.Config{
+		User:         fmt.Sprintf("%d:%d", nonRoot, nonRoot),
+		Entrypoint:   []string{"/llmdouble", "-listen", ":8080", "-admin"},
+		ExposedPorts: map[string]struct{}{"8080/tcp": {}},
+	})
+}
+
+func image(layers []v1.Layer, cfg v1.Config) (v1.Image, error) {
+	img, err := mutate.AppendLayers(empty.Image, layers...)
+	if err != nil {
+		return nil, err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", runtime.GOARCH
+	cf.Created = v1.Time{Time: time.Unix(0, 0).UTC()}
+	cf.Config = cfg
+	return mutate.ConfigFile(img, cf)
+}
+
+// usersLayer is /etc/passwd and /etc/group naming root and nonroot, so tools
+// that look the user up (git, ssh, id) find one.
+func usersLayer() (v1.Layer, error) {
+	passwd := fmt.Sprintf("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:%d:%d:nonroot:/home/nonroot:/sbin/nologin\n", nonRoot, nonRoot)
+	group := fmt.Sprintf("root:x:0:\nnonroot:x:%d:\n", nonRoot)
+	return layer([]file{
+		{Path: "etc/passwd", Data: []byte(passwd), Mode: 0o644},
+		{Path: "etc/group", Data: []byte(group), Mode: 0o644},
+		{Path: "home/nonroot", Dir: true, Mode: 0o700, UID: nonRoot},
+	})
+}
+
+// file is one entry of a layer: a directory, inline data, or a file copied
+// from the host.
+type file struct {
+	Path string
+	From string
+	Data []byte
+	Dir  bool
+	Mode int64
+	UID  int
+}
+
+// layer is an uncompressed tar of files (parent directories added), with
+// epoch times and numeric owners.
+func layer(files []file) (v1.Layer, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	seen := map[string]bool{}
+	epoch := time.Unix(0, 0).UTC()
+	var mkdirs func(dir string) error
+	mkdirs = func(dir string) error {
+		if dir == "." || dir == "/" || seen[dir] {
+			return nil
+		}
+		if err := mkdirs(filepath.Dir(dir)); err != nil {
+			return err
+		}
+		seen[dir] = true
+		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir + "/", Mode: 0o755, ModTime: epoch, Format: tar.FormatPAX})
+	}
+	for _, f := range files {
+		if err := mkdirs(filepath.Dir(f.Path)); err != nil {
+			return nil, err
+		}
+		if f.Dir {
+			seen[f.Path] = true
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: f.Path + "/", Mode: f.Mode, Uid: f.UID, Gid: f.UID, ModTime: epoch, Format: tar.FormatPAX}); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		data := f.Data
+		if f.From != "" {
+			b, err := os.ReadFile(f.From)
+			if err != nil {
+				return nil, err
+			}
+			data = b
+		}
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f.Path, Mode: f.Mode, Size: int64(len(data)), ModTime: epoch, Format: tar.FormatPAX}); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(data); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	b := buf.Bytes()
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
+}
