@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# hack/images.sh — build Garra's images without a container engine:
+# static linux binaries (garra, manager, the LLM double), the sandbox's
+# Debian base (hack/sandbox-rootfs.sh, cached), then hack/imagebuild writes
+#   $IMAGES_DIR/garra.tar            localhost/garra:$IMAGE_TAG
+#   $IMAGES_DIR/garra-sandbox.tar    localhost/garra-sandbox:$IMAGE_TAG
+#   $IMAGES_DIR/garra-llmdouble.tar  localhost/garra-llmdouble:$IMAGE_TAG
+# and prints "ref<TAB>path" per image.
+#
+# Load them into a cluster with its own loader, e.g.
+#   ctr --address /run/kcluster/containerd/containerd.sock -n k8s.io images import FILE
+#   kind load image-archive FILE
+#
+# Environment: IMAGES_DIR (default bin/images), IMAGE_TAG (default e2e).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+IMAGES_DIR="${IMAGES_DIR:-bin/images}"
+IMAGE_TAG="${IMAGE_TAG:-e2e}"
+BIN="bin/linux"
+VERSION="$(git describe --tags --always --dirty 2>/dev/null || echo dev)"
+COMMIT="$(git rev-parse HEAD 2>/dev/null || echo "")"
+
+mkdir -p "$BIN" "$IMAGES_DIR"
+export CGO_ENABLED=0 GOOS=linux
+go build -trimpath -ldflags "-s -w -X main.version=$VERSION -X main.commit=$COMMIT" -o "$BIN/garra" ./cmd/garra
+go build -trimpath -ldflags "-s -w" -o "$BIN/manager" ./cmd/manager
+go build -trimpath -ldflags "-s -w" -o "$BIN/llmdouble" ./test/fakes/llmdouble/cmd/llmdouble
+unset GOOS
+
+base="$(hack/sandbox-rootfs.sh | tail -n1)"
+go run ./hack/imagebuild -out "$IMAGES_DIR" -tag "$IMAGE_TAG" \
+	-garra "$BIN/garra" -manager "$BIN/manager" -llmdouble "$BIN/llmdouble" -sandbox-base "$base"

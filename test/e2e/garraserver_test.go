@@ -1,0 +1,393 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
+	"github.com/garraia/garra/controllers"
+	"github.com/garraia/garra/test/fakes/llmdouble"
+)
+
+// orch is one orchestrator of a fixture GarraServer.
+type orch struct {
+	name   string
+	tools  []garrav1alpha1.Tool
+	retain bool
+}
+
+// newGarraServer is a GarraServer whose model is the in-cluster double
+// (OpenAI wire protocol) and whose claims use the suite's storage.
+func newGarraServer(p params, name string, orchs ...orch) *garrav1alpha1.GarraServer {
+	size := resource.MustParse("1Gi")
+	gs := &garrav1alpha1.GarraServer{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Namespace},
+		Spec: garrav1alpha1.GarraServerSpec{
+			LLM: garrav1alpha1.LLMSpec{
+				Provider:        garrav1alpha1.ProviderOpenAI,
+				Model:           "e2e-model",
+				BaseURL:         fmt.Sprintf("http://%s.%s.svc:8080/v1", doubleName, p.Namespace),
+				APIKeySecretRef: &garrav1alpha1.SecretKeySelector{Name: "llm-keys", Key: "openai"},
+			},
+			Gateway: garrav1alpha1.GatewaySpec{
+				AllowAsk:             true,
+				AllowAgent:           true,
+				AgentBudgetPerMinute: 20,
+				AgentMaxSeconds:      120,
+				RateLimitPerMinute:   1000,
+				Storage:              garrav1alpha1.StorageSpec{Size: size, StorageClassName: p.claimClass()},
+			},
+		},
+	}
+	for _, o := range orchs {
+		gs.Spec.Orchestrators = append(gs.Spec.Orchestrators, garrav1alpha1.OrchestratorSpec{
+			Name:  o.name,
+			Tools: o.tools,
+			Workspace: garrav1alpha1.WorkspaceSpec{
+				StorageSpec: garrav1alpha1.StorageSpec{Size: size, StorageClassName: p.claimClass()},
+				Retain:      o.retain,
+			},
+		})
+	}
+	return gs
+}
+
+// claimsOf are the claims the operator will make for gs.
+func claimsOf(gs *garrav1alpha1.GarraServer) []string {
+	out := []string{gs.Name + "-gateway-data"}
+	for _, o := range gs.Spec.Orchestrators {
+		out = append(out, gs.Name+"-ws-"+o.Name)
+	}
+	return out
+}
+
+// waitReady polls until gs has Ready=True for its current generation.
+func waitReady(ctx context.Context, gs *garrav1alpha1.GarraServer, timeout time.Duration) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		cur := &garrav1alpha1.GarraServer{}
+		g.Expect(k.c.Get(ctx, client.ObjectKeyFromObject(gs), cur)).To(Succeed())
+		c := meta.FindStatusCondition(cur.Status.Conditions, garrav1alpha1.ConditionReady)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.ObservedGeneration).To(Equal(cur.Generation))
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "Ready: %s %s", c.Reason, c.Message)
+	}).WithContext(ctx).WithTimeout(timeout).WithPolling(250 * time.Millisecond).Should(Succeed())
+}
+
+func podLabels(gs *garrav1alpha1.GarraServer, component, o string) map[string]string {
+	l := map[string]string{controllers.LabelInstance: gs.Name, controllers.LabelComponent: component}
+	if o != "" {
+		l[controllers.LabelOrchestrator] = o
+	}
+	return l
+}
+
+const planText = "ALPHA-PLAN-e2e-91c3: ship the operator"
+
+var _ = Describe("A GarraServer with two orchestrators", Ordered, func() {
+	var (
+		gs                          *garrav1alpha1.GarraServer
+		gw                          *gatewayClient
+		ownerKey, alphaKey, betaKey string
+	)
+	ns := func() string { return k.p.Namespace }
+
+	alphaPod := func(ctx context.Context) *corev1.Pod {
+		GinkgoHelper()
+		p, err := k.runningPod(ctx, ns(), podLabels(gs, controllers.ComponentSandbox, "alpha"))
+		Expect(err).NotTo(HaveOccurred())
+		return p
+	}
+	sh := func(ctx context.Context, pod *corev1.Pod, script string) string {
+		GinkgoHelper()
+		out, errOut, err := k.exec(ctx, ns(), pod.Name, "bash", "-c", script)
+		Expect(err).NotTo(HaveOccurred(), "exec in %s: %s", pod.Name, errOut)
+		return out
+	}
+
+	BeforeAll(func(ctx SpecContext) {
+		gs = newGarraServer(k.p, "team-e2e",
+			orch{name: "alpha", tools: []garrav1alpha1.Tool{garrav1alpha1.ToolStatus, garrav1alpha1.ToolAgent}},
+			orch{name: "beta", tools: []garrav1alpha1.Tool{garrav1alpha1.ToolStatus, garrav1alpha1.ToolListChats, garrav1alpha1.ToolAgent}, retain: true},
+		)
+		Expect(k.provideVolumes(ctx, ns(), claimsOf(gs)...)).To(Succeed())
+
+		start := time.Now()
+		Expect(k.c.Create(ctx, gs)).To(Succeed())
+		waitReady(ctx, gs, 4*time.Minute)
+		times.record("GarraServer (2 orchestrators) applied → Ready", time.Since(start))
+
+		var err error
+		ownerKey, err = k.secretValue(ctx, ns(), gs.Name+"-gateway", controllers.KeyAPIKey)
+		Expect(err).NotTo(HaveOccurred())
+		alphaKey, err = k.secretValue(ctx, ns(), gs.Name+"-orch-alpha", controllers.KeyToken)
+		Expect(err).NotTo(HaveOccurred())
+		betaKey, err = k.secretValue(ctx, ns(), gs.Name+"-orch-beta", controllers.KeyToken)
+		Expect(err).NotTo(HaveOccurred())
+		addr, err := k.serviceAddr(ctx, ns(), gs.Name+"-gateway", controllers.GatewayPort)
+		Expect(err).NotTo(HaveOccurred())
+		gw = newGatewayClient(addr, fmt.Sprintf("%s-gateway.%s.svc:%d", gs.Name, ns(), controllers.GatewayPort))
+	}, NodeTimeout(6*time.Minute))
+
+	// timed records how long the spec body took.
+	timed := func(name string, body func(ctx SpecContext)) func(ctx SpecContext) {
+		return func(ctx SpecContext) {
+			start := time.Now()
+			body(ctx)
+			times.record(name, time.Since(start))
+		}
+	}
+
+	It("shows each caller the tools its policy allows and refuses a wrong token", timed("scenario: tools/list per caller, wrong token", func(ctx SpecContext) {
+		for who, tc := range map[string]struct {
+			token string
+			want  []string
+		}{
+			"owner": {ownerKey, []string{"garra_agent", "garra_ask", "garra_list_chats", "garra_pair_status", "garra_read_history", "garra_status"}},
+			"alpha": {alphaKey, []string{"garra_agent", "garra_status"}},
+			"beta":  {betaKey, []string{"garra_agent", "garra_list_chats", "garra_status"}},
+		} {
+			names, err := gw.toolNames(ctx, tc.token)
+			Expect(err).NotTo(HaveOccurred(), who)
+			Expect(names).To(Equal(tc.want), who)
+		}
+		code, body, err := gw.post(ctx, alphaKey+"x", "tools/list", map[string]any{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(code).To(Equal(http.StatusUnauthorized), string(body))
+		Expect(string(body)).NotTo(ContainSubstring(alphaKey))
+	}), NodeTimeout(time.Minute))
+
+	It("runs alpha's agent with its hands in alpha's own pod and workspace", timed("scenario: alpha's agent writes a file and runs bash in its pod", func(ctx SpecContext) {
+		Expect(double.script(ctx,
+			toolCall("file_write", map[string]string{"path": "notes/plan.md", "content": planText}),
+			toolCall("bash", map[string]string{"command": "pwd; id -u; ls /workspace"}),
+			llmdouble.ScriptStep{Text: "Plan written."},
+		)).To(Succeed())
+
+		env, raw, isErr, err := gw.agent(ctx, alphaKey, "Write the plan to notes/plan.md and look around.")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(isErr).To(BeFalse(), raw)
+		Expect(env.OK).To(BeTrue(), raw)
+		Expect(env.Schema).To(Equal("garra.agent.v1"))
+		Expect(env.Answer).To(Equal("Plan written."))
+		Expect(env.SessionID).To(HavePrefix("mcp-http-alpha-"))
+		Expect(env.ToolCalls).To(HaveLen(2), raw)
+		Expect(env.ToolCalls[0].Name).To(Equal("file_write"))
+		Expect(env.ToolCalls[0].Success).To(BeTrue(), raw)
+		Expect(env.ToolCalls[1].Name).To(Equal("bash"))
+		Expect(env.ToolCalls[1].Success).To(BeTrue(), raw)
+
+		// The bash output, as the model saw it: the workspace as cwd, a
+		// non-root uid, the file just written.
+		reqs, err := double.requests(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(reqs.Requests).To(HaveLen(3))
+		for _, r := range reqs.Requests {
+			Expect(r.APIKey).To(Equal(llmKey), "the gateway sends the key from the Secret")
+			Expect(r.Model).To(Equal("e2e-model"))
+		}
+		last := reqs.Requests[2].RawBody
+		Expect(last).To(ContainSubstring(`/workspace\n65532\nnotes`), "bash output pwd; id -u; ls")
+
+		// The file is on alpha's volume, seen from alpha's pod, not beta's.
+		Expect(sh(ctx, alphaPod(ctx), "cat /workspace/notes/plan.md")).To(Equal(planText))
+		betaPod, err := k.runningPod(ctx, ns(), podLabels(gs, controllers.ComponentSandbox, "beta"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(sh(ctx, betaPod, "ls -A /workspace; test ! -e /workspace/notes/plan.md && echo absent")).To(Equal("absent\n"))
+		gwPod, err := k.runningPod(ctx, ns(), podLabels(gs, controllers.ComponentGateway, ""))
+		Expect(err).NotTo(HaveOccurred())
+		// The gateway image has no shell; its pod is checked through the
+		// API only: it mounts no workspace claim.
+		for _, v := range gwPod.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil {
+				Expect(v.PersistentVolumeClaim.ClaimName).To(Equal(gs.Name + "-gateway-data"))
+			}
+		}
+	}), NodeTimeout(3*time.Minute))
+
+	It("keeps beta out of alpha's file", timed("scenario: beta cannot read alpha's file", func(ctx SpecContext) {
+		Expect(double.script(ctx,
+			toolCall("file_read", map[string]string{"path": "notes/plan.md"}),
+			toolCall("file_read", map[string]string{"path": "/workspace/notes/plan.md"}),
+			toolCall("bash", map[string]string{"command": "cat /workspace/notes/plan.md"}),
+			llmdouble.ScriptStep{Text: "No plan here."},
+		)).To(Succeed())
+		env, raw, isErr, err := gw.agent(ctx, betaKey, "Read notes/plan.md.")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(isErr).To(BeFalse(), raw)
+		Expect(env.SessionID).To(HavePrefix("mcp-http-beta-"))
+		Expect(env.ToolCalls).To(HaveLen(3), raw)
+		for _, c := range env.ToolCalls {
+			Expect(c.Success).To(BeFalse(), "beta's %s succeeded: %s", c.Name, raw)
+		}
+		Expect(raw).NotTo(ContainSubstring("ALPHA-PLAN"))
+		reqs, err := double.requests(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		for _, r := range reqs.Requests {
+			Expect(r.RawBody).NotTo(ContainSubstring("ALPHA-PLAN"))
+		}
+	}), NodeTimeout(3*time.Minute))
+
+	It("gives alpha's sandbox pod no LLM key and no service-account token", timed("scenario: sandbox pod holds no key, no token", func(ctx SpecContext) {
+		pod := alphaPod(ctx)
+		// Through the API: no automounted token, no Secret volume, and the
+		// only Secret-backed variable is the sandbox token.
+		Expect(pod.Spec.AutomountServiceAccountToken).To(HaveValue(BeFalse()))
+		for _, v := range pod.Spec.Volumes {
+			Expect(v.Secret).To(BeNil(), "volume %s", v.Name)
+			Expect(v.Projected).To(BeNil(), "volume %s", v.Name)
+		}
+		for _, c := range pod.Spec.Containers {
+			for _, e := range c.Env {
+				if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+					Expect(e.Name).To(Equal(controllers.EnvSandboxToken))
+					Expect(e.ValueFrom.SecretKeyRef.Name).To(Equal(gs.Name + "-orch-alpha"))
+				}
+			}
+		}
+		// From inside: the environment of the server and of a shell, and
+		// every file a mount could have put there.
+		out := sh(ctx, pod, `env; tr '\0' '\n' </proc/1/environ; echo; `+
+			`test -e /var/run/secrets/kubernetes.io/serviceaccount && echo SA-TOKEN-DIR-PRESENT; `+
+			`awk '{print $2}' /proc/mounts`)
+		Expect(out).NotTo(ContainSubstring("SA-TOKEN-DIR-PRESENT"))
+		Expect(out).NotTo(ContainSubstring(llmKey))
+		Expect(out).NotTo(ContainSubstring(controllers.EnvLLMAPIKey))
+		Expect(out).NotTo(ContainSubstring("serviceaccount"))
+		Expect(out).To(ContainSubstring(controllers.EnvSandboxToken+"="), "the sandbox token is the pod's one secret")
+		// No file a mount or the image could hold carries the key.
+		found := sh(ctx, pod, fmt.Sprintf(`grep -rlF -e %q /workspace /tmp /etc /var/run /run /home /proc/1/environ 2>/dev/null; echo done`, llmKey))
+		Expect(found).To(Equal("done\n"), "files holding the LLM key")
+		uid := sh(ctx, pod, "id -u")
+		Expect(uid).To(Equal("65532\n"))
+	}), NodeTimeout(time.Minute))
+
+	It("brings a deleted gateway back and the same token works", timed("scenario: gateway Deployment deleted → back, same token", func(ctx SpecContext) {
+		var d appsv1.Deployment
+		key := client.ObjectKey{Namespace: ns(), Name: gs.Name + "-gateway"}
+		Expect(k.c.Get(ctx, key, &d)).To(Succeed())
+		oldUID := d.UID
+		Expect(k.c.Delete(ctx, &d)).To(Succeed())
+		Eventually(func(g Gomega) {
+			var cur appsv1.Deployment
+			g.Expect(k.c.Get(ctx, key, &cur)).To(Succeed())
+			g.Expect(cur.UID).NotTo(Equal(oldUID))
+			g.Expect(cur.Status.AvailableReplicas).To(BeNumerically(">=", 1))
+		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+		waitReady(ctx, gs, 2*time.Minute)
+
+		Expect(double.script(ctx, llmdouble.ScriptStep{Text: "back again"})).To(Succeed())
+		// The Service may route to the new pod a moment after it is ready.
+		Eventually(func(g Gomega) {
+			env, raw, isErr, err := gw.agent(ctx, alphaKey, "Are you there?")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(isErr).To(BeFalse(), raw)
+			g.Expect(env.Answer).To(Equal("back again"))
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+	}), NodeTimeout(5*time.Minute))
+
+	It("rolls the gateway on a budget change and enforces the new budget", timed("scenario: budget change rolls the gateway, enforced", func(ctx SpecContext) {
+		key := client.ObjectKey{Namespace: ns(), Name: gs.Name + "-gateway"}
+		var d appsv1.Deployment
+		Expect(k.c.Get(ctx, key, &d)).To(Succeed())
+		oldHash := d.Spec.Template.Annotations[controllers.AnnotationInputsHash]
+		Expect(oldHash).NotTo(BeEmpty())
+
+		cur := &garrav1alpha1.GarraServer{}
+		Expect(k.c.Get(ctx, client.ObjectKeyFromObject(gs), cur)).To(Succeed())
+		patch := client.MergeFrom(cur.DeepCopy())
+		cur.Spec.Gateway.AgentBudgetPerMinute = 1
+		Expect(k.c.Patch(ctx, cur, patch)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			var d appsv1.Deployment
+			g.Expect(k.c.Get(ctx, key, &d)).To(Succeed())
+			g.Expect(d.Spec.Template.Annotations[controllers.AnnotationInputsHash]).NotTo(Equal(oldHash))
+			g.Expect(d.Status.ObservedGeneration).To(Equal(d.Generation))
+			g.Expect(d.Status.UpdatedReplicas).To(Equal(int32(1)))
+			g.Expect(d.Status.AvailableReplicas).To(Equal(int32(1)))
+		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+		waitReady(ctx, gs, 2*time.Minute)
+		var cm corev1.ConfigMap
+		Expect(k.c.Get(ctx, key, &cm)).To(Succeed())
+		Expect(cm.Data[controllers.ConfigKey]).To(ContainSubstring("agent_budget_per_minute: 1\n"))
+
+		// One call fits the new budget; the next in the same minute does not,
+		// and never reaches the model.
+		Expect(double.script(ctx, llmdouble.ScriptStep{Text: "one"})).To(Succeed())
+		Eventually(func(g Gomega) {
+			env, raw, _, err := gw.agent(ctx, alphaKey, "First.")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(env.Answer).To(Equal("one"), raw)
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+		env, raw, isErr, err := gw.agent(ctx, betaKey, "Second.")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(isErr).To(BeTrue(), raw)
+		Expect(env.Error).NotTo(BeNil(), raw)
+		Expect(env.Error.Kind).To(Equal("over_budget"), raw)
+		reqs, err := double.requests(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(reqs.Requests).To(HaveLen(1))
+	}), NodeTimeout(5*time.Minute))
+
+	It("removes beta's objects when beta leaves the spec and keeps its retained claim", timed("scenario: beta removed → its objects deleted, claim retained", func(ctx SpecContext) {
+		cur := &garrav1alpha1.GarraServer{}
+		Expect(k.c.Get(ctx, client.ObjectKeyFromObject(gs), cur)).To(Succeed())
+		patch := client.MergeFrom(cur.DeepCopy())
+		cur.Spec.Orchestrators = cur.Spec.Orchestrators[:1]
+		Expect(cur.Spec.Orchestrators[0].Name).To(Equal("alpha"))
+		Expect(k.c.Patch(ctx, cur, patch)).To(Succeed())
+
+		gone := map[string]client.Object{
+			gs.Name + "-sandbox-beta": &appsv1.Deployment{},
+			gs.Name + "-orch-beta":    &corev1.Secret{},
+		}
+		Eventually(func(g Gomega) {
+			for name, o := range gone {
+				err := k.c.Get(ctx, client.ObjectKey{Namespace: ns(), Name: name}, o)
+				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s: %v", o, name, err)
+			}
+			err := k.c.Get(ctx, client.ObjectKey{Namespace: ns(), Name: gs.Name + "-sandbox-beta"}, &corev1.Service{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Service: %v", err)
+			err = k.c.Get(ctx, client.ObjectKey{Namespace: ns(), Name: gs.Name + "-sandbox-beta"}, &corev1.ServiceAccount{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "ServiceAccount: %v", err)
+			var pods corev1.PodList
+			g.Expect(k.c.List(ctx, &pods, client.InNamespace(ns()), client.MatchingLabels(podLabels(gs, controllers.ComponentSandbox, "beta")))).To(Succeed())
+			g.Expect(pods.Items).To(BeEmpty())
+		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+
+		// retain: true — the claim stays, no longer owned, so deleting the
+		// GarraServer will not take it either.
+		var pvc corev1.PersistentVolumeClaim
+		Expect(k.c.Get(ctx, client.ObjectKey{Namespace: ns(), Name: gs.Name + "-ws-beta"}, &pvc)).To(Succeed())
+		Expect(pvc.DeletionTimestamp).To(BeNil())
+		Expect(metav1.GetControllerOf(&pvc)).To(BeNil())
+		// alpha is untouched.
+		Expect(sh(ctx, alphaPod(ctx), "cat /workspace/notes/plan.md")).To(Equal(planText))
+		waitReady(ctx, gs, 2*time.Minute)
+		Expect(strings.Join(func() []string {
+			cur := &garrav1alpha1.GarraServer{}
+			Expect(k.c.Get(ctx, client.ObjectKeyFromObject(gs), cur)).To(Succeed())
+			var n []string
+			for _, o := range cur.Status.Orchestrators {
+				n = append(n, o.Name)
+			}
+			return n
+		}(), ",")).To(Equal("alpha"))
+	}), NodeTimeout(5*time.Minute))
+})
