@@ -69,8 +69,8 @@ func newAskCommand(o *rootOptions) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&req.Provider, "provider", "", "provider: ollama, anthropic, openai, openrouter or a configured alias (default openrouter)")
-	f.StringVar(&req.Model, "model", "", "model id (default z-ai/glm-5.3-flash)")
+	f.StringVar(&req.Provider, "provider", "", "provider: ollama, anthropic, openai, openrouter or a configured alias (default llm.provider, else openrouter)")
+	f.StringVar(&req.Model, "model", "", "model id (default llm.model, else z-ai/glm-5.3-flash)")
 	f.IntVar(&req.TimeoutSecs, "timeout", ask.DefaultTimeoutSecs, "timeout in seconds, 1 to 600")
 	f.StringVar(&req.SystemPrompt, "system", "", "system prompt (at most 8 KiB)")
 	f.BoolVar(&asJSON, "json", false, "print the garra.ask.v1 envelope as JSON")

@@ -84,14 +84,16 @@ func (c *Core) Normalize(req Request) (Request, error) {
 	if len(req.SystemPrompt) > MaxSystemPromptBytes {
 		return req, &UsageError{"system_prompt", fmt.Sprintf("must be at most %d bytes", MaxSystemPromptBytes)}
 	}
+	// The configured llm.provider and llm.model are the defaults of a call
+	// that names none; the config holds the project's when it sets neither.
 	if req.Provider == "" {
-		req.Provider = config.DefaultProvider
+		req.Provider = c.defaultProvider()
 	}
 	if _, err := c.Config.ResolveProvider(req.Provider); err != nil {
 		return req, &UsageError{"provider", err.Error()}
 	}
 	if req.Model == "" {
-		req.Model = config.DefaultModel
+		req.Model = c.defaultModel()
 	}
 	if req.TimeoutSecs == 0 {
 		req.TimeoutSecs = DefaultTimeoutSecs
@@ -171,4 +173,20 @@ func (c *Core) now() time.Time {
 		return time.Now()
 	}
 	return c.Now()
+}
+
+// defaultProvider is llm.provider, or the project's when the config is bare.
+func (c *Core) defaultProvider() string {
+	if c.Config.LLM.Provider != "" {
+		return c.Config.LLM.Provider
+	}
+	return config.DefaultProvider
+}
+
+// defaultModel is llm.model, or the project's when the config is bare.
+func (c *Core) defaultModel() string {
+	if c.Config.LLM.Model != "" {
+		return c.Config.LLM.Model
+	}
+	return config.DefaultModel
 }

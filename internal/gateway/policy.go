@@ -142,10 +142,11 @@ func Refusal(c Caller, s Switches, tool string) string {
 }
 
 // ModelAllowed applies ask_allowed_models (shared by garra_ask and
-// garra_agent): empty means the project default model only.
-func ModelAllowed(allowed []string, model string) bool {
+// garra_agent): empty means the default model only, which is llm.model
+// (itself the project default when the config names none).
+func ModelAllowed(allowed []string, defaultModel, model string) bool {
 	if len(allowed) == 0 {
-		return model == config.DefaultModel
+		return model == defaultModel
 	}
 	return slices.Contains(allowed, model)
 }

@@ -71,19 +71,23 @@ func TestRefusal(t *testing.T) {
 }
 
 func TestModelAllowed(t *testing.T) {
+	const project = "z-ai/glm-5.3-flash"
 	tests := []struct {
 		allowed []string
+		def     string
 		model   string
 		want    bool
 	}{
-		{nil, "z-ai/glm-5.3-flash", true},
-		{nil, "openrouter/auto", false},
-		{[]string{"openrouter/auto"}, "openrouter/auto", true},
-		{[]string{"openrouter/auto"}, "z-ai/glm-5.3-flash", false}, // a list replaces the default
+		{nil, project, project, true},
+		{nil, project, "openrouter/auto", false},
+		{nil, "llama3.2", "llama3.2", true}, // the configured llm.model is the default
+		{nil, "llama3.2", project, false},   // and the project's is then not
+		{[]string{"openrouter/auto"}, project, "openrouter/auto", true},
+		{[]string{"openrouter/auto"}, project, project, false}, // a list replaces the default
 	}
 	for _, tt := range tests {
-		if got := ModelAllowed(tt.allowed, tt.model); got != tt.want {
-			t.Errorf("ModelAllowed(%v, %q) = %v", tt.allowed, tt.model, got)
+		if got := ModelAllowed(tt.allowed, tt.def, tt.model); got != tt.want {
+			t.Errorf("ModelAllowed(%v, %q, %q) = %v", tt.allowed, tt.def, tt.model, got)
 		}
 	}
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/garraia/garra/internal/audit"
 	"github.com/garraia/garra/internal/chat"
-	"github.com/garraia/garra/internal/config"
 )
 
 // The gateway's resources. Each is filtered by the same policy as the
@@ -178,7 +177,7 @@ func (g *Gateway) policyFor(c Caller) policyView {
 	if has(ToolAsk) || has(ToolAgent) {
 		p.AllowedModels = m.AskAllowedModels
 		if len(p.AllowedModels) == 0 {
-			p.AllowedModels = []string{config.DefaultModel}
+			p.AllowedModels = []string{g.cfg.LLM.Model}
 		}
 	}
 	if has(ToolAgent) {

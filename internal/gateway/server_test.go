@@ -474,6 +474,44 @@ func TestAskPolicy(t *testing.T) {
 	}
 }
 
+// A call that names no provider or model gets the config's llm.provider
+// and llm.model (what a GarraServer's spec.llm renders), its key from
+// llm.api_key_env; an empty ask_allowed_models then admits that model only.
+func TestAskAndAgentDefaultToConfiguredModel(t *testing.T) {
+	double := llmdouble.New(t, llmdouble.Step{Text: "asked"}, llmdouble.Step{Text: "delegated"})
+	yaml := enabled + "    allow_ask: true\n    allow_agent: true\n" + `
+    orchestrators:
+      - name: alpha
+        key_env: ALPHA_KEY
+        tools: [ask, agent]
+` + "llm: {provider: openai, model: team-model, api_key_env: TEAM_LLM_KEY, base_url: " + double.OpenAIBaseURL() + "}\n"
+	h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "TEAM_LLM_KEY": "team-key-1"})
+	cs := client(t, h.url, "alpha-token-1234567")
+
+	env, isErr := call(t, cs, "garra_ask", map[string]any{"message": "q"})
+	if isErr || env["answer"] != "asked" || env["provider"] != "openai" || env["model"] != "team-model" {
+		t.Fatalf("garra_ask: %v", env)
+	}
+	env, isErr = call(t, cs, "garra_agent", map[string]any{"message": "task"})
+	if isErr || env["answer"] != "delegated" || env["provider"] != "openai" || env["model"] != "team-model" {
+		t.Fatalf("garra_agent: %v", env)
+	}
+	for i, r := range double.Requests() {
+		if r.Model != "team-model" || r.APIKey() != "team-key-1" {
+			t.Errorf("request %d: model %q key %q, want the configured ones", i, r.Model, r.APIKey())
+		}
+	}
+	// The project's default model is not the default here, so it is not
+	// admitted by the empty list.
+	env, _ = call(t, cs, "garra_ask", map[string]any{"message": "q", "model": "z-ai/glm-5.3-flash"})
+	if kindOf(env) != "model_not_allowed" {
+		t.Fatalf("project model with llm.model set: %v", env)
+	}
+	if n := len(double.Requests()); n != 2 {
+		t.Fatalf("%d provider requests, want 2", n)
+	}
+}
+
 func TestStatusAndReads(t *testing.T) {
 	store := &memStore{convs: []chat.Conversation{{ID: "telegram:111", Channel: "telegram", Messages: 2}, {ID: "web:1", Channel: "web", Messages: 1}},
 		msgs: map[string][]chat.Message{"telegram:111": {{Role: "user", Text: "my key is sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}, {Role: "assistant", Text: "ok"}}}}

@@ -360,7 +360,7 @@ func (g *Gateway) callAsk(ctx context.Context, _ Caller, raw json.RawMessage) (*
 	if a.TimeoutSecs != nil {
 		req.TimeoutSecs = *a.TimeoutSecs
 	}
-	if !ModelAllowed(g.cfg.Gateway.MCPHTTP.AskAllowedModels, req.Model) {
+	if !ModelAllowed(g.cfg.Gateway.MCPHTTP.AskAllowedModels, g.cfg.LLM.Model, req.Model) {
 		res, info := g.refuse(ToolAsk, KindModelNotAllowed)
 		return res, info, nil
 	}
@@ -396,7 +396,7 @@ func (g *Gateway) callAgent(ctx context.Context, c Caller, raw json.RawMessage) 
 	if err != nil {
 		return nil, callInfo{}, err
 	}
-	if !ModelAllowed(g.cfg.Gateway.MCPHTTP.AskAllowedModels, req.Model) {
+	if !ModelAllowed(g.cfg.Gateway.MCPHTTP.AskAllowedModels, g.cfg.LLM.Model, req.Model) {
 		res, info := g.refuse(ToolAgent, KindModelNotAllowed)
 		return res, info, nil
 	}
