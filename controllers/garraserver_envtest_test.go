@@ -462,6 +462,7 @@ var _ = Describe("GarraServer", func() {
 		twoOrchestrators(ns)
 		settled(ns, "badgood", "n8n")
 		hash := podHash(ns, "team-a-gateway")
+		sandboxHash := podHash(ns, "team-a-sandbox-badgood")
 
 		By("adding one")
 		update(ns, func(gs *garrav1alpha1.GarraServer) {
@@ -472,6 +473,7 @@ var _ = Describe("GarraServer", func() {
 		Expect(get(ns, "team-a-gateway", &corev1.ConfigMap{}).Data["config.yml"]).To(ContainSubstring("GARRA_ORCH_TOKEN_THIRD"))
 		Expect(get(ns, "team-a-sandbox-third", &appsv1.Deployment{}).Spec.Template.Spec.Containers[0].Image).To(Equal("custom:1"))
 		Expect(podHash(ns, "team-a-gateway")).NotTo(Equal(hash), "the gateway rolls to learn the new orchestrator")
+		Expect(podHash(ns, "team-a-sandbox-badgood")).To(Equal(sandboxHash), "another's sandbox reads nothing that changed: it keeps running")
 		Expect(eventNotes(ns, "OrchestratorAdded")).To(ContainElement(ContainSubstring("orchestrator third added")))
 
 		By("changing one: tools and egress")

@@ -40,7 +40,7 @@ func (r *GarraServerReconciler) applyGateway(ctx context.Context, s *reconcileSt
 	for _, er := range gatewayEnvRefs(gs) {
 		refs = append(refs, er.Ref)
 	}
-	dep := gatewayDeployment(gs, gatewayImage(gs, r.GarraImage), s.hash(refs))
+	dep := gatewayDeployment(gs, gatewayImage(gs, r.GarraImage), s.gatewayHash(refs))
 	if _, err := applyIfChanged(ctx, r.Client, dep, &appsv1.Deployment{}, appsv1ac.ExtractDeployment); err != nil {
 		return err
 	}
@@ -79,7 +79,7 @@ func (r *GarraServerReconciler) applyOrchestrators(ctx context.Context, s *recon
 		if _, err := r.applyClaim(ctx, workspaceClaim(gs, o)); err != nil {
 			return err
 		}
-		dep := sandboxDeployment(gs, o, sandboxImage(gs, o, r.SandboxImage), s.hash([]secretRef{sandboxTokenRef(gs, o.Name)}))
+		dep := sandboxDeployment(gs, o, sandboxImage(gs, o, r.SandboxImage), s.sandboxHash([]secretRef{sandboxTokenRef(gs, o.Name)}))
 		if _, err := applyIfChanged(ctx, r.Client, dep, &appsv1.Deployment{}, appsv1ac.ExtractDeployment); err != nil {
 			return err
 		}

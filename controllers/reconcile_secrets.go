@@ -97,9 +97,18 @@ func (s *reconcileState) remember(sec *corev1.Secret) {
 	}
 }
 
-// hash is the pod template annotation of a pod reading refs.
-func (s *reconcileState) hash(refs []secretRef) string {
+// gatewayHash is the gateway's pod template annotation: its config and the
+// secrets it reads.
+func (s *reconcileState) gatewayHash(refs []secretRef) string {
 	return inputsHash(s.configYAML, refs, s.values)
+}
+
+// sandboxHash is a sandbox's pod template annotation: only the secrets it
+// reads. A sandbox never reads the gateway's config, so a change there (a
+// budget, another orchestrator added) must not restart it and cut short
+// the agent runs in flight.
+func (s *reconcileState) sandboxHash(refs []secretRef) string {
+	return inputsHash("", refs, s.values)
 }
 
 func keyList(sec *corev1.Secret) string {
