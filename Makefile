@@ -5,7 +5,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 GOLANGCI  := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
-.PHONY: all build run test unit vet fmt-check conformance conformance-gateway bench lint tidy-check clean
+.PHONY: all build run test unit vet fmt-check conformance conformance-gateway bench bench-go bench-e2e lint tidy-check clean e2e images
 
 all: build
 
@@ -19,9 +19,11 @@ test: fmt-check vet unit conformance conformance-gateway ## Everything CI checks
 
 unit: ## Go tests (unit, integration against loopback doubles, child-process tests)
 	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -tags e2e -run 'TestParams|TestInCluster' ./test/e2e  # the e2e suite's own logic; no cluster
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags e2e ./test/e2e
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './test/conformance/node_modules/*')); \
@@ -33,8 +35,15 @@ conformance: build ## The official MCP conformance suite against `garra mcp-serv
 conformance-gateway: build ## The MCP conformance suite against `garra gateway` (POST /mcp, bearer)
 	hack/conformance-gateway.sh "$(abspath $(BIN))/garra"
 
-bench: ## Benchmarks (printed, not asserted)
+bench: bench-go ## Benchmarks (printed, not asserted); the cluster ones too when a cluster can be had
+	@if why="$$(hack/e2e.sh --can-run)"; then $(MAKE) --no-print-directory bench-e2e; \
+	else echo "bench-e2e skipped: no KUBECONFIG and the local cluster cannot start without a build:"; echo "$$why" | sed 's/^/  /'; fi
+
+bench-go: ## Go benchmarks of the packages (no cluster)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+bench-e2e: ## On a real cluster: apply → Ready for 1 and 10 orchestrators, idle pod memory (hack/e2e.sh bench)
+	hack/e2e.sh bench
 
 lint: ## golangci-lint (pinned)
 	$(GO) run $(GOLANGCI) run ./...
@@ -71,6 +80,15 @@ envtest-suite: ## The controller's Ginkgo suite on a real kube-apiserver and etc
 # `unit` (go test ./...) runs the envtest suite too, which finds the binaries
 # through `hack/envtest.sh --check`: build them before it.
 unit: envtest-assets
+
+# ---------------------------------------------------------------------------
+# End to end on a real cluster (test/e2e, built with -tags e2e; not in `test`).
+# ---------------------------------------------------------------------------
+images: ## garra, garra-sandbox and garra-llmdouble image tarballs in bin/images (no container engine)
+	hack/images.sh
+
+e2e: ## The e2e suite on KUBECONFIG's cluster, or on a local one brought up and torn down (hack/e2e.sh)
+	hack/e2e.sh test
 
 # ---------------------------------------------------------------------------
 # Local development against a control plane built from the envtest binaries.

@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -65,6 +66,69 @@ func newCluster(p params) (*cluster, error) {
 		return nil, err
 	}
 	return &cluster{p: p, cfg: cfg, kube: kc, c: c}, nil
+}
+
+// llmKey is the provider key the gateway gets from a Secret; the suite
+// checks it reaches the double and never a sandbox pod.
+const llmKey = "sk-e2e-llm-key-6a1f0c9e2b7d4358a1c0"
+
+// prepare readies the cluster for GarraServers: the images loaded, the
+// operator installed by its chart, the namespace with the LLM double and
+// the key Secret, and the suite's storage class. record gets the time of
+// the slow steps.
+func (k *cluster) prepare(ctx context.Context, record func(string, time.Duration)) error {
+	start := time.Now()
+	if err := k.loadImages(ctx); err != nil {
+		return err
+	}
+	record("images loaded", time.Since(start))
+
+	start = time.Now()
+	if err := k.installOperator(ctx); err != nil {
+		return err
+	}
+	record("operator installed by the chart and ready", time.Since(start))
+
+	ns := k.p.Namespace
+	if err := k.ensureNamespace(ctx, ns); err != nil {
+		return err
+	}
+	if err := k.ensureStaticClass(ctx); err != nil {
+		return err
+	}
+	if err := k.deployDouble(ctx, ns); err != nil {
+		return err
+	}
+	err := k.c.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "llm-keys", Namespace: ns},
+		StringData: map[string]string{"openai": llmKey},
+	})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create Secret llm-keys: %w", err)
+	}
+	return nil
+}
+
+// cleanUp deletes every GarraServer of the namespace (while the operator
+// still runs, so its finalizer-free children go with their owner), the
+// namespace, the suite's volumes, and the operator's release.
+func (k *cluster) cleanUp(ctx context.Context) error {
+	var list garrav1alpha1.GarraServerList
+	if err := k.c.List(ctx, &list, client.InNamespace(k.p.Namespace)); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		if err := k.deleteAndWait(ctx, &list.Items[i]); err != nil {
+			return err
+		}
+	}
+	if err := k.deleteAndWait(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: k.p.Namespace}}); err != nil {
+		return err
+	}
+	if err := k.removeVolumes(ctx, k.p.Namespace); err != nil {
+		return err
+	}
+	return k.uninstallOperator()
 }
 
 // loadImages runs the loader on every tarball of the images directory.
@@ -373,4 +437,31 @@ func (k *cluster) secretValue(ctx context.Context, ns, name, key string) (string
 		return "", fmt.Errorf("Secret %s/%s has no key %s", ns, name, key)
 	}
 	return string(v), nil
+}
+
+// waitReady polls until the GarraServer key has Ready=True for its current
+// generation, and says what it last saw when it gives up.
+func (k *cluster) waitReady(ctx context.Context, key client.ObjectKey, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	last := "no GarraServer"
+	for {
+		cur := &garrav1alpha1.GarraServer{}
+		if err := k.c.Get(ctx, key, cur); err != nil {
+			last = err.Error()
+		} else if c := meta.FindStatusCondition(cur.Status.Conditions, garrav1alpha1.ConditionReady); c == nil {
+			last = "no Ready condition"
+		} else if c.ObservedGeneration != cur.Generation {
+			last = fmt.Sprintf("Ready is of generation %d, the spec is %d", c.ObservedGeneration, cur.Generation)
+		} else if c.Status == metav1.ConditionTrue {
+			return nil
+		} else {
+			last = fmt.Sprintf("Ready=%s %s: %s", c.Status, c.Reason, c.Message)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("GarraServer %s not Ready within %s: %s", key, timeout, last)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -13,11 +12,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
 )
 
 func TestE2E(t *testing.T) {
@@ -27,39 +21,22 @@ func TestE2E(t *testing.T) {
 
 var (
 	k      *cluster
+	dialer *serviceDialer
 	double *doubleClient
 	times  = &timings{}
 )
-
-// llmKey is the provider key the gateway gets from a Secret; the suite
-// checks it reaches the double and never a sandbox pod.
-const llmKey = "sk-e2e-llm-key-6a1f0c9e2b7d4358a1c0"
 
 var _ = BeforeSuite(func(ctx SpecContext) {
 	p, err := loadParams()
 	Expect(err).NotTo(HaveOccurred())
 	k, err = newCluster(p)
 	Expect(err).NotTo(HaveOccurred())
+	Expect(k.prepare(ctx, times.record)).To(Succeed())
 
-	start := time.Now()
-	Expect(k.loadImages(ctx)).To(Succeed())
-	times.record("images loaded", time.Since(start))
-
-	start = time.Now()
-	Expect(k.installOperator(ctx)).To(Succeed())
-	times.record("operator installed by the chart and ready", time.Since(start))
-
-	Expect(k.ensureNamespace(ctx, p.Namespace)).To(Succeed())
-	Expect(k.ensureStaticClass(ctx)).To(Succeed())
-	Expect(k.deployDouble(ctx, p.Namespace)).To(Succeed())
-	Expect(k.c.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "llm-keys", Namespace: p.Namespace},
-		StringData: map[string]string{"openai": llmKey},
-	})).To(Or(Succeed(), MatchError(ContainSubstring("already exists"))))
-
-	addr, err := k.serviceAddr(ctx, p.Namespace, doubleName, 8080)
-	Expect(err).NotTo(HaveOccurred())
-	double = &doubleClient{base: "http://" + addr, http: &http.Client{Timeout: 10 * time.Second}}
+	dialer = newServiceDialer(k)
+	hc := dialer.httpClient()
+	hc.Timeout = 10 * time.Second
+	double = &doubleClient{base: serviceURL(p.Namespace, doubleName, 8080), http: hc}
 	Eventually(func(g Gomega) {
 		_, err := double.requests(ctx)
 		g.Expect(err).NotTo(HaveOccurred())
@@ -71,20 +48,14 @@ var _ = AfterSuite(func(ctx SpecContext) {
 		return
 	}
 	defer times.flush(k.p.Timings)
+	if dialer != nil {
+		defer dialer.close()
+	}
 	if os.Getenv("E2E_KEEP") != "" {
 		GinkgoWriter.Println("E2E_KEEP set: leaving the operator and namespace", k.p.Namespace)
 		return
 	}
-	// GarraServers first, while the operator still runs; then the namespace.
-	var list garrav1alpha1.GarraServerList
-	if err := k.c.List(ctx, &list, client.InNamespace(k.p.Namespace)); err == nil {
-		for i := range list.Items {
-			_ = k.deleteAndWait(ctx, &list.Items[i])
-		}
-	}
-	_ = k.deleteAndWait(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: k.p.Namespace}})
-	Expect(k.removeVolumes(ctx, k.p.Namespace)).To(Succeed())
-	Expect(k.uninstallOperator()).To(Succeed())
+	Expect(k.cleanUp(ctx)).To(Succeed())
 }, NodeTimeout(5*time.Minute))
 
 // timings collects named durations and prints them once, at the end.

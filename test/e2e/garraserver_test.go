@@ -14,7 +14,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -76,17 +75,10 @@ func claimsOf(gs *garrav1alpha1.GarraServer) []string {
 	return out
 }
 
-// waitReady polls until gs has Ready=True for its current generation.
+// waitReady waits until gs has Ready=True for its current generation.
 func waitReady(ctx context.Context, gs *garrav1alpha1.GarraServer, timeout time.Duration) {
 	GinkgoHelper()
-	Eventually(func(g Gomega) {
-		cur := &garrav1alpha1.GarraServer{}
-		g.Expect(k.c.Get(ctx, client.ObjectKeyFromObject(gs), cur)).To(Succeed())
-		c := meta.FindStatusCondition(cur.Status.Conditions, garrav1alpha1.ConditionReady)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.ObservedGeneration).To(Equal(cur.Generation))
-		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "Ready: %s %s", c.Reason, c.Message)
-	}).WithContext(ctx).WithTimeout(timeout).WithPolling(250 * time.Millisecond).Should(Succeed())
+	Expect(k.waitReady(ctx, client.ObjectKeyFromObject(gs), timeout)).To(Succeed())
 }
 
 func podLabels(gs *garrav1alpha1.GarraServer, component, o string) map[string]string {
@@ -139,9 +131,17 @@ var _ = Describe("A GarraServer with two orchestrators", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		betaKey, err = k.secretValue(ctx, ns(), gs.Name+"-orch-beta", controllers.KeyToken)
 		Expect(err).NotTo(HaveOccurred())
-		addr, err := k.serviceAddr(ctx, ns(), gs.Name+"-gateway", controllers.GatewayPort)
-		Expect(err).NotTo(HaveOccurred())
-		gw = newGatewayClient(addr, fmt.Sprintf("%s-gateway.%s.svc:%d", gs.Name, ns(), controllers.GatewayPort))
+		hc := dialer.httpClient()
+		hc.Timeout = 3 * time.Minute
+		gw = newGatewayClient(serviceURL(ns(), gs.Name+"-gateway", controllers.GatewayPort), hc)
+		// Ready means the pods are available; the Service's endpoints
+		// reach the node's proxy a moment later.
+		start = time.Now()
+		Eventually(func() error {
+			_, err := gw.toolNames(ctx, ownerKey)
+			return err
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+		times.record("gateway Service answering after Ready", time.Since(start))
 	}, NodeTimeout(6*time.Minute))
 
 	// timed records how long the spec body took.
@@ -158,7 +158,9 @@ var _ = Describe("A GarraServer with two orchestrators", Ordered, func() {
 			token string
 			want  []string
 		}{
-			"owner": {ownerKey, []string{"garra_agent", "garra_ask", "garra_list_chats", "garra_pair_status", "garra_read_history", "garra_status"}},
+			// The owner has every tool but the agent, which needs an
+			// orchestrator's sandbox to act in.
+			"owner": {ownerKey, []string{"garra_ask", "garra_list_chats", "garra_pair_status", "garra_read_history", "garra_status"}},
 			"alpha": {alphaKey, []string{"garra_agent", "garra_status"}},
 			"beta":  {betaKey, []string{"garra_agent", "garra_list_chats", "garra_status"}},
 		} {
@@ -307,6 +309,7 @@ var _ = Describe("A GarraServer with two orchestrators", Ordered, func() {
 		Expect(k.c.Get(ctx, key, &d)).To(Succeed())
 		oldHash := d.Spec.Template.Annotations[controllers.AnnotationInputsHash]
 		Expect(oldHash).NotTo(BeEmpty())
+		sandboxBefore := alphaPod(ctx).UID
 
 		cur := &garrav1alpha1.GarraServer{}
 		Expect(k.c.Get(ctx, client.ObjectKeyFromObject(gs), cur)).To(Succeed())
@@ -326,6 +329,7 @@ var _ = Describe("A GarraServer with two orchestrators", Ordered, func() {
 		var cm corev1.ConfigMap
 		Expect(k.c.Get(ctx, key, &cm)).To(Succeed())
 		Expect(cm.Data[controllers.ConfigKey]).To(ContainSubstring("agent_budget_per_minute: 1\n"))
+		Expect(alphaPod(ctx).UID).To(Equal(sandboxBefore), "the gateway's budget is no input of a sandbox: its pod keeps running")
 
 		// One call fits the new budget; the next in the same minute does not,
 		// and never reaches the model.
@@ -351,6 +355,7 @@ var _ = Describe("A GarraServer with two orchestrators", Ordered, func() {
 		patch := client.MergeFrom(cur.DeepCopy())
 		cur.Spec.Orchestrators = cur.Spec.Orchestrators[:1]
 		Expect(cur.Spec.Orchestrators[0].Name).To(Equal("alpha"))
+		alphaBefore := alphaPod(ctx).UID
 		Expect(k.c.Patch(ctx, cur, patch)).To(Succeed())
 
 		gone := map[string]client.Object{
@@ -377,7 +382,8 @@ var _ = Describe("A GarraServer with two orchestrators", Ordered, func() {
 		Expect(k.c.Get(ctx, client.ObjectKey{Namespace: ns(), Name: gs.Name + "-ws-beta"}, &pvc)).To(Succeed())
 		Expect(pvc.DeletionTimestamp).To(BeNil())
 		Expect(metav1.GetControllerOf(&pvc)).To(BeNil())
-		// alpha is untouched.
+		// alpha is untouched: the same pod, its file still there.
+		Expect(alphaPod(ctx).UID).To(Equal(alphaBefore))
 		Expect(sh(ctx, alphaPod(ctx), "cat /workspace/notes/plan.md")).To(Equal(planText))
 		waitReady(ctx, gs, 2*time.Minute)
 		Expect(strings.Join(func() []string {
@@ -389,5 +395,24 @@ var _ = Describe("A GarraServer with two orchestrators", Ordered, func() {
 			}
 			return n
 		}(), ",")).To(Equal("alpha"))
+	}), NodeTimeout(5*time.Minute))
+
+	It("deletes alpha's claim when alpha, not retained, leaves the spec", timed("scenario: alpha removed → its claim deleted (retain: false)", func(ctx SpecContext) {
+		cur := &garrav1alpha1.GarraServer{}
+		Expect(k.c.Get(ctx, client.ObjectKeyFromObject(gs), cur)).To(Succeed())
+		patch := client.MergeFrom(cur.DeepCopy())
+		cur.Spec.Orchestrators = nil
+		Expect(k.c.Patch(ctx, cur, patch)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			err := k.c.Get(ctx, client.ObjectKey{Namespace: ns(), Name: gs.Name + "-ws-alpha"}, &corev1.PersistentVolumeClaim{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "claim: %v", err)
+			var pods corev1.PodList
+			g.Expect(k.c.List(ctx, &pods, client.InNamespace(ns()), client.MatchingLabels(podLabels(gs, controllers.ComponentSandbox, "alpha")))).To(Succeed())
+			g.Expect(pods.Items).To(BeEmpty())
+		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+		// beta's retained claim outlives both.
+		Expect(k.c.Get(ctx, client.ObjectKey{Namespace: ns(), Name: gs.Name + "-ws-beta"}, &corev1.PersistentVolumeClaim{})).To(Succeed())
+		waitReady(ctx, gs, 2*time.Minute)
 	}), NodeTimeout(5*time.Minute))
 })

@@ -10,21 +10,20 @@ import (
 	"io"
 	"net/http"
 	"sort"
-	"time"
 
 	"github.com/garraia/garra/test/fakes/llmdouble"
 )
 
 // gatewayClient POSTs JSON-RPC to a gateway's /mcp the way curl does, at
-// the Service's ClusterIP with the Service's DNS name as Host (the gateway
-// accepts loopback and its Service names only).
+// the gateway Service's in-cluster URL (the gateway accepts loopback and its
+// Service names as Host), through the suite's serviceDialer.
 type gatewayClient struct {
-	addr, host string
-	http       *http.Client
+	base string
+	http *http.Client
 }
 
-func newGatewayClient(addr, host string) *gatewayClient {
-	return &gatewayClient{addr: addr, host: host, http: &http.Client{Timeout: 3 * time.Minute}}
+func newGatewayClient(base string, hc *http.Client) *gatewayClient {
+	return &gatewayClient{base: base, http: hc}
 }
 
 // post sends one request and returns the HTTP status and body.
@@ -33,11 +32,10 @@ func (g *gatewayClient) post(ctx context.Context, token, method string, params a
 	if err != nil {
 		return 0, nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+g.addr+"/mcp", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.base+"/mcp", bytes.NewReader(body))
 	if err != nil {
 		return 0, nil, err
 	}
-	req.Host = g.host
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")

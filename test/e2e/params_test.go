@@ -37,6 +37,10 @@ type params struct {
 	// Namespace of the operator (E2E_OPERATOR_NAMESPACE) and of the
 	// GarraServers (E2E_NAMESPACE).
 	OperatorNamespace, Namespace string
+	// Access is how the host reaches Services (E2E_ACCESS): "clusterip"
+	// (default; the host routes to the Service network, as on the local
+	// cluster) or "port-forward" (through the API server, as on Kind).
+	Access string
 	// Timings, when set, is a file the suite appends its timings to
 	// (E2E_TIMINGS), for the issue note and make bench.
 	Timings string
@@ -65,6 +69,7 @@ func loadParams() (params, error) {
 		HostPathDir:       env("E2E_HOSTPATH_DIR", "/tmp/garra-e2e-pv"),
 		OperatorNamespace: env("E2E_OPERATOR_NAMESPACE", "garra-system"),
 		Namespace:         env("E2E_NAMESPACE", "garra-e2e"),
+		Access:            env("E2E_ACCESS", accessClusterIP),
 		Timings:           os.Getenv("E2E_TIMINGS"),
 	}
 	var bad []string
@@ -79,6 +84,9 @@ func loadParams() (params, error) {
 	}
 	if p.StorageClass == "" && !filepath.IsAbs(p.HostPathDir) {
 		bad = append(bad, fmt.Sprintf("E2E_HOSTPATH_DIR %q is not absolute", p.HostPathDir))
+	}
+	if p.Access != accessClusterIP && p.Access != accessPortForward {
+		bad = append(bad, fmt.Sprintf("E2E_ACCESS %q is neither %q nor %q", p.Access, accessClusterIP, accessPortForward))
 	}
 	if len(bad) > 0 {
 		return p, fmt.Errorf("e2e parameters: %s", strings.Join(bad, "; "))
