@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/garraia/garra/test/fakes/llmdouble"
+	"github.com/garraia/garra/test/mcphttp"
 )
 
 // gitRepo makes a temp git repository with one committed file.
@@ -43,25 +44,8 @@ func gitRepo(t *testing.T) string {
 	return dir
 }
 
-type agentEnvelope struct {
-	Schema    string `json:"schema"`
-	OK        bool   `json:"ok"`
-	Answer    string `json:"answer"`
-	Provider  string `json:"provider"`
-	Model     string `json:"model"`
-	LatencyMS *int64 `json:"latency_ms"`
-	SessionID string `json:"session_id"`
-	ToolCalls []struct {
-		Name       string `json:"name"`
-		DurationMS *int64 `json:"duration_ms"`
-		Success    bool   `json:"success"`
-		Summary    string `json:"summary"`
-	} `json:"tool_calls"`
-	Error *struct {
-		Kind    string `json:"kind"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
+// agentEnvelope is garra.agent.v1 as the tests read it.
+type agentEnvelope = mcphttp.AgentEnvelope
 
 func callAgent(t *testing.T, cs *mcp.ClientSession, args map[string]any) (agentEnvelope, bool) {
 	t.Helper()

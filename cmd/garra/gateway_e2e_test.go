@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/garraia/garra/internal/sandbox"
 	"github.com/garraia/garra/test/fakes/llmdouble"
+	"github.com/garraia/garra/test/mcphttp"
 )
 
 // End to end through real processes on loopback: an orchestrator POSTs
@@ -181,64 +180,26 @@ gateway:
 // the result object.
 func (g *e2eGateway) rpc(t *testing.T, token, method string, params any) json.RawMessage {
 	t.Helper()
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.base+"/mcp", bytes.NewReader(body))
+	res, err := mcphttp.Client{Base: g.base}.Result(ctx, token, method, params)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\ngateway log:\n%s", err, g.logs.String())
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s: %v\ngateway log:\n%s", method, err, g.logs.String())
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("%s: HTTP %d %s", method, resp.StatusCode, raw)
-	}
-	var msg struct {
-		Result json.RawMessage `json:"result"`
-		Error  *struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if err := json.Unmarshal(raw, &msg); err != nil {
-		t.Fatalf("%s: not JSON-RPC: %v: %s", method, err, raw)
-	}
-	if msg.Error != nil {
-		t.Fatalf("%s: JSON-RPC error %d %s", method, msg.Error.Code, msg.Error.Message)
-	}
-	return msg.Result
+	return res
 }
 
 // agent calls garra_agent as the holder of token and returns the envelope,
 // its raw text and the result's isError.
 func (g *e2eGateway) agent(t *testing.T, token, message string) (agentEnvelope, string, bool) {
 	t.Helper()
-	res := g.rpc(t, token, "tools/call", map[string]any{"name": "garra_agent", "arguments": map[string]any{"message": message}})
-	var r struct {
-		Content []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"content"`
-		IsError bool `json:"isError"`
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	env, raw, isErr, err := mcphttp.Client{Base: g.base}.Agent(ctx, token, message)
+	if err != nil {
+		t.Fatalf("%v\ngateway log:\n%s", err, g.logs.String())
 	}
-	if err := json.Unmarshal(res, &r); err != nil || len(r.Content) != 1 || r.Content[0].Type != "text" {
-		t.Fatalf("garra_agent result: %v %s", err, res)
-	}
-	var env agentEnvelope
-	if err := json.Unmarshal([]byte(r.Content[0].Text), &env); err != nil {
-		t.Fatalf("envelope: %v: %s", err, r.Content[0].Text)
-	}
-	return env, r.Content[0].Text, r.IsError
+	return env, raw, isErr
 }
 
 func uuidSession(orchestrator string) *regexp.Regexp {

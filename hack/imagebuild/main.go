@@ -92,7 +92,7 @@ func build(o options) ([]written, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+	if err := os.MkdirAll(o.Out, 0o750); err != nil {
 		return nil, err
 	}
 	var out []written

@@ -195,9 +195,12 @@ func (k *cluster) portForward(ns, pod string, port int32) (*forward, error) {
 		return nil, fmt.Errorf("port-forward %s/%s:%d: %w", ns, pod, port, err)
 	}
 	ports, err := pf.GetPorts()
-	if err != nil || len(ports) != 1 {
+	if err == nil && len(ports) != 1 {
+		err = fmt.Errorf("%d local ports", len(ports))
+	}
+	if err != nil {
 		close(f.stop)
-		return nil, fmt.Errorf("port-forward %s/%s:%d: local port: %v", ns, pod, port, err)
+		return nil, fmt.Errorf("port-forward %s/%s:%d: local port: %w", ns, pod, port, err)
 	}
 	f.local = fmt.Sprintf("127.0.0.1:%d", ports[0].Local)
 	return f, nil

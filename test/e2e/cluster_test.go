@@ -444,7 +444,7 @@ func (k *cluster) secretValue(ctx context.Context, ns, name, key string) (string
 func (k *cluster) waitReady(ctx context.Context, key client.ObjectKey, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	last := "no GarraServer"
+	var last string
 	for {
 		cur := &garrav1alpha1.GarraServer{}
 		if err := k.c.Get(ctx, key, cur); err != nil {

@@ -31,6 +31,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 	k, err = newCluster(p)
 	Expect(err).NotTo(HaveOccurred())
+	GinkgoWriter.Printf("cluster %s, Services reached by %s\n", k.cfg.Host, p.Access)
 	Expect(k.prepare(ctx, times.record)).To(Succeed())
 
 	dialer = newServiceDialer(k)

@@ -168,7 +168,7 @@ var _ = Describe("A GarraServer with two orchestrators", Ordered, func() {
 			Expect(err).NotTo(HaveOccurred(), who)
 			Expect(names).To(Equal(tc.want), who)
 		}
-		code, body, err := gw.post(ctx, alphaKey+"x", "tools/list", map[string]any{})
+		code, body, err := gw.Post(ctx, alphaKey+"x", "tools/list", map[string]any{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(code).To(Equal(http.StatusUnauthorized), string(body))
 		Expect(string(body)).NotTo(ContainSubstring(alphaKey))
@@ -181,7 +181,7 @@ var _ = Describe("A GarraServer with two orchestrators", Ordered, func() {
 			llmdouble.ScriptStep{Text: "Plan written."},
 		)).To(Succeed())
 
-		env, raw, isErr, err := gw.agent(ctx, alphaKey, "Write the plan to notes/plan.md and look around.")
+		env, raw, isErr, err := gw.Agent(ctx, alphaKey, "Write the plan to notes/plan.md and look around.")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(isErr).To(BeFalse(), raw)
 		Expect(env.OK).To(BeTrue(), raw)
@@ -229,7 +229,7 @@ var _ = Describe("A GarraServer with two orchestrators", Ordered, func() {
 			toolCall("bash", map[string]string{"command": "cat /workspace/notes/plan.md"}),
 			llmdouble.ScriptStep{Text: "No plan here."},
 		)).To(Succeed())
-		env, raw, isErr, err := gw.agent(ctx, betaKey, "Read notes/plan.md.")
+		env, raw, isErr, err := gw.Agent(ctx, betaKey, "Read notes/plan.md.")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(isErr).To(BeFalse(), raw)
 		Expect(env.SessionID).To(HavePrefix("mcp-http-beta-"))
@@ -296,7 +296,7 @@ var _ = Describe("A GarraServer with two orchestrators", Ordered, func() {
 		Expect(double.script(ctx, llmdouble.ScriptStep{Text: "back again"})).To(Succeed())
 		// The Service may route to the new pod a moment after it is ready.
 		Eventually(func(g Gomega) {
-			env, raw, isErr, err := gw.agent(ctx, alphaKey, "Are you there?")
+			env, raw, isErr, err := gw.Agent(ctx, alphaKey, "Are you there?")
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(isErr).To(BeFalse(), raw)
 			g.Expect(env.Answer).To(Equal("back again"))
@@ -335,11 +335,11 @@ var _ = Describe("A GarraServer with two orchestrators", Ordered, func() {
 		// and never reaches the model.
 		Expect(double.script(ctx, llmdouble.ScriptStep{Text: "one"})).To(Succeed())
 		Eventually(func(g Gomega) {
-			env, raw, _, err := gw.agent(ctx, alphaKey, "First.")
+			env, raw, _, err := gw.Agent(ctx, alphaKey, "First.")
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(env.Answer).To(Equal("one"), raw)
 		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
-		env, raw, isErr, err := gw.agent(ctx, betaKey, "Second.")
+		env, raw, isErr, err := gw.Agent(ctx, betaKey, "Second.")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(isErr).To(BeTrue(), raw)
 		Expect(env.Error).NotTo(BeNil(), raw)
