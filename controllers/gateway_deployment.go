@@ -38,8 +38,8 @@ func gatewayDeployment(gs *garrav1alpha1.GarraServer, image, hash string) *appsv
 			corev1ac.VolumeMount().WithName("data").WithMountPath(DataDir),
 			corev1ac.VolumeMount().WithName("tmp").WithMountPath(TmpDir),
 		).
-		WithReadinessProbe(httpProbe("/readyz", gatewayName(gs))).
-		WithLivenessProbe(httpProbe("/healthz", gatewayName(gs))).
+		WithReadinessProbe(readinessProbe("/readyz", gatewayName(gs))).
+		WithLivenessProbe(livenessProbe("/healthz", gatewayName(gs))).
 		WithSecurityContext(restrictedContainerSecurity())
 	if res := resources(gs.Spec.Gateway.Resources); res != nil {
 		container.WithResources(res)

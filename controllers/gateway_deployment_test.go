@@ -110,6 +110,12 @@ func TestGatewayDeployment(t *testing.T) {
 					t.Errorf("probe = %+v", p)
 				}
 			}
+			if got := c.ReadinessProbe.PeriodSeconds; got != ReadinessPeriodSeconds {
+				t.Errorf("readiness period = %d s, want %d s", got, ReadinessPeriodSeconds)
+			}
+			if got := c.LivenessProbe.PeriodSeconds; got != 0 {
+				t.Errorf("liveness period = %d s, want the kubelet default", got)
+			}
 			if tc.check != nil {
 				tc.check(t, d)
 			}

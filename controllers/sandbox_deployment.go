@@ -35,8 +35,8 @@ func sandboxDeployment(gs *garrav1alpha1.GarraServer, o garrav1alpha1.Orchestrat
 			corev1ac.VolumeMount().WithName("workspace").WithMountPath(WorkspaceDir),
 			corev1ac.VolumeMount().WithName("tmp").WithMountPath(TmpDir),
 		).
-		WithReadinessProbe(httpProbe("/readyz", "")).
-		WithLivenessProbe(httpProbe("/healthz", "")).
+		WithReadinessProbe(readinessProbe("/readyz", "")).
+		WithLivenessProbe(livenessProbe("/healthz", "")).
 		WithSecurityContext(restrictedContainerSecurity())
 	if res := resources(o.Sandbox.Resources); res != nil {
 		container.WithResources(res)
