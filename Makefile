@@ -45,8 +45,8 @@ bench-go: ## Go benchmarks of the packages (no cluster)
 bench-e2e: ## On a real cluster: apply → Ready for 1 and 10 orchestrators, idle pod memory (hack/e2e.sh bench)
 	hack/e2e.sh bench
 
-lint: ## golangci-lint (pinned)
-	$(GO) run $(GOLANGCI) run ./...
+lint: ## golangci-lint (pinned), the e2e suite included
+	$(GO) run $(GOLANGCI) run --build-tags e2e ./...
 
 tidy-check:
 	$(GO) mod tidy -diff

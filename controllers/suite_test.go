@@ -37,8 +37,8 @@ import (
 	"testing"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL is made to be dot-imported
-	. "github.com/onsi/gomega"    //nolint:revive // likewise Gomega's matchers
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"

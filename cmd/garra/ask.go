@@ -53,11 +53,15 @@ func newAskCommand(o *rootOptions) *cobra.Command {
 			}
 			env := core.Ask(cmd.Context(), req)
 			out := cmd.OutOrStdout()
+			var werr error
 			if asJSON {
 				b, _ := json.Marshal(env)
-				fmt.Fprintln(out, string(b))
+				_, werr = fmt.Fprintln(out, string(b))
 			} else if env.OK {
-				fmt.Fprintln(out, env.Answer)
+				_, werr = fmt.Fprintln(out, env.Answer)
+			}
+			if werr != nil {
+				return fmt.Errorf("ask: write the answer: %w", werr)
 			}
 			if !env.OK {
 				if env.Error.Kind == ask.KindUsage {

@@ -20,13 +20,15 @@ func newConfigCommand(o *rootOptions) *cobra.Command {
 			problems := cfg.Check(o.getenv)
 			out := cmd.OutOrStdout()
 			for _, p := range problems {
-				fmt.Fprintln(out, p.String())
+				if _, err := fmt.Fprintln(out, p.String()); err != nil {
+					return fmt.Errorf("config check: write: %w", err)
+				}
 			}
 			if len(problems) > 0 {
 				return &exitError{code: 1, msg: fmt.Sprintf("config check: %d problem(s) in %s", len(problems), configLabel(src.Path))}
 			}
-			fmt.Fprintf(out, "config ok (%s)\n", configLabel(src.Path))
-			return nil
+			_, err = fmt.Fprintf(out, "config ok (%s)\n", configLabel(src.Path))
+			return err
 		},
 	})
 	return cmd

@@ -34,13 +34,13 @@ tokens, prompts, answers or chat ids in clear. Error kinds: docs/errors.md.`,
 			red, _ := redact.New(cfg.Gateway.MCPHTTP.RedactPatterns)
 			log := newLogger(cmd.ErrOrStderr(), red)
 			auditLog := newAuditLog(cfg, log)
-			defer auditLog.Close()
+			defer closeLogged(log, "audit log", auditLog)
 			log.Info("garra gateway starting", "version", version, "config", configLabel(src.Path), "audit", auditLog.Path())
 			chatRT, err := startChat(cmd.Context(), cfg, o.getenv, log)
 			if err != nil {
 				return err
 			}
-			defer chatRT.Close()
+			defer closeLogged(log, "chat store", chatRT)
 			g, err := gateway.New(gateway.Options{Config: cfg, Getenv: o.getenv, Logger: log, Version: version, Audit: auditLog,
 				Store: chatRT.Store, Sender: chatRT.Sender})
 			if err != nil {

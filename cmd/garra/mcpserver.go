@@ -40,14 +40,12 @@ Operator limits, read once at start:
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			stderr := cmd.ErrOrStderr()
-			red := redact.Default()
-			log := newLogger(stderr, red)
 			cfg, src, err := o.loadConfig()
 			if err != nil {
 				return err
 			}
 			red, badPatterns := redact.New(cfg.Gateway.MCPHTTP.RedactPatterns)
-			log = newLogger(stderr, red)
+			log := newLogger(stderr, red)
 			for _, e := range badPatterns {
 				log.Warn("redact pattern ignored", "error", e)
 			}
@@ -57,7 +55,7 @@ Operator limits, read once at start:
 			}
 			core := &ask.Core{Config: cfg, Redactor: red, Getenv: o.getenv, Retries: ask.DefaultRetries}
 			auditLog := newAuditLog(cfg, log)
-			defer auditLog.Close()
+			defer closeLogged(log, "audit log", auditLog)
 			opts := mcpstdio.Options{Version: version, Asker: core, Policy: policy, Logger: log, Audit: auditLog}
 			if policy.EnableTools {
 				la := newLocalAgent(cfg, core, red, o.getenv, log)

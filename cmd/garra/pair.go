@@ -67,8 +67,11 @@ func (o *rootOptions) withStore(cmd *cobra.Command, fn func(context.Context, *co
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	return fn(ctx, cfg, s)
+	err = fn(ctx, cfg, s)
+	if cerr := s.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("close chat store: %w", cerr)
+	}
+	return err
 }
 
 type pairListing struct {
@@ -116,11 +119,11 @@ func newPairListCommand(o *rootOptions) *cobra.Command {
 				out := cmd.OutOrStdout()
 				if asJSON {
 					b, _ := json.Marshal([]pairListing{l})
-					fmt.Fprintln(out, string(b))
-					return nil
+					_, err := fmt.Fprintln(out, string(b))
+					return err
 				}
-				printListing(out, l, time.Now())
-				return nil
+				_, err = io.WriteString(out, formatListing(l, time.Now()))
+				return err
 			})
 		},
 	}
@@ -128,21 +131,25 @@ func newPairListCommand(o *rootOptions) *cobra.Command {
 	return cmd
 }
 
-func printListing(w io.Writer, l pairListing, now time.Time) {
-	fmt.Fprintf(w, "%s\n", l.Channel)
+// formatListing renders the human listing; pair list writes it in one call
+// so that a failed write is one error.
+func formatListing(l pairListing, now time.Time) string {
+	var w strings.Builder
+	fmt.Fprintf(&w, "%s\n", l.Channel)
 	allow := "(none)"
 	if len(l.Allowlist) > 0 {
 		allow = strings.Join(l.Allowlist, ", ")
 	}
-	fmt.Fprintf(w, "  allowlist (config): %s\n", allow)
-	fmt.Fprintf(w, "  approved: %d\n", len(l.Approved))
+	fmt.Fprintf(&w, "  allowlist (config): %s\n", allow)
+	fmt.Fprintf(&w, "  approved: %d\n", len(l.Approved))
 	for _, u := range l.Approved {
-		fmt.Fprintf(w, "    %-14s %-28s approved %s\n", u.UserID, orDash(u.Name), u.ApprovedAt.Local().Format(time.RFC3339))
+		fmt.Fprintf(&w, "    %-14s %-28s approved %s\n", u.UserID, orDash(u.Name), u.ApprovedAt.Local().Format(time.RFC3339))
 	}
-	fmt.Fprintf(w, "  pending: %d\n", len(l.Pending))
+	fmt.Fprintf(&w, "  pending: %d\n", len(l.Pending))
 	for _, p := range l.Pending {
-		fmt.Fprintf(w, "    %-14s %-28s expires in %s\n", p.UserID, orDash(p.Name), p.ExpiresAt.Sub(now).Round(time.Minute))
+		fmt.Fprintf(&w, "    %-14s %-28s expires in %s\n", p.UserID, orDash(p.Name), p.ExpiresAt.Sub(now).Round(time.Minute))
 	}
+	return w.String()
 }
 
 func orDash(s string) string {
@@ -175,8 +182,8 @@ func newPairApproveCommand(o *rootOptions) *cobra.Command {
 				if u.DisplayName != "" {
 					name = " (" + u.DisplayName + ")"
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "approved %s user %s%s: their next message is answered\n", u.Channel, u.UserID, name)
-				return nil
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "approved %s user %s%s: their next message is answered\n", u.Channel, u.UserID, name)
+				return err
 			})
 		},
 	}
@@ -209,11 +216,12 @@ func newPairRevokeCommand(o *rootOptions) *cobra.Command {
 				case err != nil:
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "revoked %s user %s\n", channel, user)
+				msg := fmt.Sprintf("revoked %s user %s\n", channel, user)
 				if inConfig {
-					fmt.Fprintf(cmd.OutOrStdout(), "note: user %s is still admitted by channels.telegram.allowlist\n", user)
+					msg += fmt.Sprintf("note: user %s is still admitted by channels.telegram.allowlist\n", user)
 				}
-				return nil
+				_, err = io.WriteString(cmd.OutOrStdout(), msg)
+				return err
 			})
 		},
 	}

@@ -46,3 +46,11 @@ func (o *rootOptions) loadConfig() (*config.Config, config.Source, error) {
 func newLogger(w io.Writer, r *redact.Redactor) *slog.Logger {
 	return slog.New(redact.NewHandler(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}), r))
 }
+
+// closeLogged closes c on the way out of a command whose own result is
+// already decided, so a failure to close is worth a warning, not an exit code.
+func closeLogged(log *slog.Logger, what string, c io.Closer) {
+	if err := c.Close(); err != nil {
+		log.Warn("close "+what, "error", err)
+	}
+}

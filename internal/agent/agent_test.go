@@ -184,7 +184,7 @@ func TestTimeoutWithUncooperativeExecutor(t *testing.T) {
 		<-release
 		return tools.Result{Output: "too late"}, nil
 	}, "web_fetch")
-	p := &scriptProvider{reply: func(_ context.Context, turn int, _ llm.Request) (*llm.Response, error) {
+	p := &scriptProvider{reply: func(_ context.Context, _ int, _ llm.Request) (*llm.Response, error) {
 		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "x", Name: "web_fetch", Arguments: json.RawMessage(`{}`)}}}, nil
 	}}
 	r := &agent.Runner{Provider: p, Executor: exec}
@@ -344,7 +344,7 @@ func TestExecutorFailureEndsRun(t *testing.T) {
 	exec := newExec(func(context.Context, string, json.RawMessage) (tools.Result, error) {
 		return tools.Result{}, errors.New("sandbox unreachable: dial tcp 10.0.0.7:7000: connection refused")
 	}, "bash", "file_read")
-	p := &scriptProvider{reply: func(_ context.Context, turn int, _ llm.Request) (*llm.Response, error) {
+	p := &scriptProvider{reply: func(_ context.Context, _ int, _ llm.Request) (*llm.Response, error) {
 		return &llm.Response{ToolCalls: []llm.ToolCall{
 			{ID: "a", Name: "bash", Arguments: json.RawMessage(`{"command":"ls"}`)},
 			{ID: "b", Name: "file_read", Arguments: json.RawMessage(`{"path":"x"}`)},

@@ -85,8 +85,10 @@ func (l *LocalRunner) RunAgent(ctx context.Context, c Call) (Envelope, error) {
 // (no API key, bad base URL).
 type UnavailableProvider struct{ Err error }
 
+// Kind is empty: no provider was built.
 func (u UnavailableProvider) Kind() llm.Kind { return "" }
 
+// Complete fails every call with the reason the provider could not be built.
 func (u UnavailableProvider) Complete(context.Context, llm.Request) (*llm.Response, error) {
 	return nil, u.Err
 }

@@ -30,7 +30,7 @@ func loadKey(path string, random io.Reader) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create audit key: %w", err)
 	}
-	defer os.Remove(tmp.Name())
+	defer func() { _ = os.Remove(tmp.Name()) }()
 	if err := tmp.Chmod(0o600); err != nil {
 		_ = tmp.Close()
 		return nil, fmt.Errorf("create audit key: %w", err)

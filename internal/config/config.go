@@ -21,7 +21,7 @@ const (
 	EnvConfigPath       = "GARRAIA_CONFIG"
 	EnvGatewayAPIKey    = "GARRAIA_GATEWAY_API_KEY"
 	EnvExecutionProfile = "GARRAIA_EXECUTION_PROFILE"
-	EnvBraveAPIKey      = "BRAVE_API_KEY"
+	EnvBraveAPIKey      = "BRAVE_API_KEY" //nolint:gosec // G101: the variable's name, not a key
 )
 
 // Project defaults shared by every surface.

@@ -77,7 +77,7 @@ func TestLoadErrors(t *testing.T) {
 	}{
 		{"missing explicit flag file", missing, nil, "nope.yml"},
 		{"missing explicit env file", "", map[string]string{EnvConfigPath: missing}, "nope.yml"},
-		{"unknown key named", writeFile(t, "llm: {modle: x}\n"), nil, "modle"},
+		{"unknown key named", writeFile(t, "llm: {modle: x}\n"), nil, "modle"}, //nolint:misspell // the typo is the test
 		{"wrong type named", writeFile(t, "gateway: {rate_limit: {requests_per_minute: lots}}\n"), nil, "requests_per_minute"},
 		{"not yaml", writeFile(t, "llm: [\n"), nil, "config"},
 	}

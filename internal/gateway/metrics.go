@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -32,7 +33,7 @@ func newMetrics(budgets map[string]*Budget) *metrics {
 		}, []string{"tool"}),
 	}
 	m.registry.MustRegister(m.calls, m.refusals, m.latency,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for name, b := range budgets {
 		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "garra_budget_remaining", Help: "Calls left in the current one-minute window of a shared budget.",

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -165,8 +166,8 @@ func (c *fakeClock) advance(d time.Duration) {
 func TestBudgetSlidingWindow(t *testing.T) {
 	clock := &fakeClock{t: time.Unix(1000, 0)}
 	b := NewBudget(2, time.Minute, clock.now)
-	if !b.Take() || !b.Take() || b.Take() {
-		t.Fatal("want exactly 2 takes")
+	if got := []bool{b.Take(), b.Take(), b.Take()}; !slices.Equal(got, []bool{true, true, false}) {
+		t.Fatalf("takes = %v, want exactly 2", got)
 	}
 	clock.advance(30 * time.Second)
 	if b.Take() {

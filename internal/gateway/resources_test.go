@@ -126,7 +126,10 @@ func readErr(t *testing.T, cs *mcp.ClientSession, uri string) *jsonrpc.Error {
 // unknown URI: same code, message and data shape.
 func assertNotFound(t *testing.T, werr *jsonrpc.Error, uri string) {
 	t.Helper()
-	want := mcp.ResourceNotFoundError(uri).(*jsonrpc.Error)
+	var want *jsonrpc.Error
+	if !errors.As(mcp.ResourceNotFoundError(uri), &want) {
+		t.Fatalf("the SDK's ResourceNotFoundError is no longer a *jsonrpc.Error")
+	}
 	if werr.Code != want.Code || werr.Code != jsonrpc.CodeInvalidParams || werr.Message != want.Message || string(werr.Data) != string(want.Data) {
 		t.Fatalf("error %d %q %s, want %d %q %s", werr.Code, werr.Message, werr.Data, want.Code, want.Message, want.Data)
 	}

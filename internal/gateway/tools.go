@@ -229,14 +229,14 @@ func (g *Gateway) callReadHistory(ctx context.Context, c Caller, raw json.RawMes
 	if err := strictargs.Decode(raw, &a); err != nil {
 		return nil, callInfo{}, err
 	}
-	max := g.cfg.Gateway.MCPHTTP.MaxHistoryMessages
+	ceiling := g.cfg.Gateway.MCPHTTP.MaxHistoryMessages
 	if a.Chat == nil || *a.Chat == "" {
 		return nil, callInfo{}, errors.New("chat: required")
 	}
-	limit := max
+	limit := ceiling
 	if a.Limit != nil {
-		if *a.Limit < 1 || *a.Limit > max {
-			return nil, callInfo{}, fmt.Errorf("limit: must be in [1, %d]", max)
+		if *a.Limit < 1 || *a.Limit > ceiling {
+			return nil, callInfo{}, fmt.Errorf("limit: must be in [1, %d]", ceiling)
 		}
 		limit = *a.Limit
 	}

@@ -1,6 +1,7 @@
 package jail
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -59,7 +60,7 @@ func BenchmarkCheck(b *testing.B) {
 			n := 0
 			for b.Loop() {
 				_, err := j.Stat(c.path)
-				if (err == ErrDenied) != c.denied {
+				if errors.Is(err, ErrDenied) != c.denied {
 					b.Fatalf("Stat(%q) = %v", c.path, err)
 				}
 				n++

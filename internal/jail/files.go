@@ -2,11 +2,11 @@ package jail
 
 import (
 	"bytes"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -53,7 +53,7 @@ func (j *Jail) ReadFile(path string, maxBytes int64) ([]byte, error) {
 	if err != nil {
 		return nil, resolveErr("open", disp, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, ioErr("stat", disp, err)
@@ -98,7 +98,7 @@ func (j *Jail) WriteFile(path string, data []byte) error {
 		return err
 	}
 	if dir != r.h {
-		defer dir.Close()
+		defer func() { _ = dir.Close() }()
 	}
 	return atomicWrite(dir, base, existing, data, disp)
 }
@@ -123,7 +123,7 @@ func (r *root) walkForWrite(rel, disp string) (dir *os.Root, base string, existi
 		}
 		for i := 1; i < len(stack); i++ {
 			if i != keep {
-				stack[i].Close()
+				_ = stack[i].Close()
 			}
 		}
 	}()
@@ -140,7 +140,7 @@ func (r *root) walkForWrite(rel, disp string) (dir *os.Root, base string, existi
 			if len(stack) == 1 {
 				return nil, "", nil, ErrDenied
 			}
-			stack[len(stack)-1].Close()
+			_ = stack[len(stack)-1].Close()
 			stack = stack[:len(stack)-1]
 			continue
 		}
@@ -201,7 +201,7 @@ func (r *root) walkForWrite(rel, disp string) (dir *os.Root, base string, existi
 		}
 		sfi, err := sub.Stat(".")
 		if err != nil || !os.SameFile(fi, sfi) {
-			sub.Close()
+			_ = sub.Close()
 			return nil, "", nil, ErrDenied
 		}
 		stack = append(stack, sub)
@@ -228,7 +228,7 @@ func atomicWrite(dir *os.Root, base string, existing fs.FileInfo, data []byte, d
 	var f *os.File
 	var tmp string
 	for try := 0; ; try++ {
-		tmp = fmt.Sprintf(".garra-write-%016x.tmp", rand.Uint64())
+		tmp = ".garra-write-" + rand.Text() + ".tmp" // unguessable: nobody can plant it first
 		f, err = dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 		if err == nil {
 			break
@@ -241,9 +241,9 @@ func atomicWrite(dir *os.Root, base string, existing fs.FileInfo, data []byte, d
 	defer func() {
 		if err != nil {
 			if !closed {
-				f.Close()
+				_ = f.Close()
 			}
-			dir.Remove(tmp)
+			_ = dir.Remove(tmp)
 		}
 	}()
 	if existing != nil {
@@ -280,6 +280,6 @@ func syncDir(dir *os.Root) {
 	if err != nil {
 		return
 	}
-	d.Sync()
-	d.Close()
+	_ = d.Sync()
+	_ = d.Close()
 }

@@ -253,7 +253,7 @@ func (j *Jail) Narrow(workingDir string) (*Jail, error) {
 	}
 	nr, err := narrowRoot(r, rel, sub)
 	if err != nil {
-		sub.Close()
+		_ = sub.Close()
 		return nil, ErrInvalidWorkingDir
 	}
 	return &Jail{roots: []*root{nr}}, nil

@@ -190,18 +190,18 @@ func TestEscapesDenied(t *testing.T) {
 	rootxBefore := snapshot(t, f.rootx)
 
 	for _, p := range escapePaths(f) {
-		if b, err := j.ReadFile(p, 0); err != ErrDenied {
+		if b, err := j.ReadFile(p, 0); !errors.Is(err, ErrDenied) {
 			t.Errorf("ReadFile(%q) = %q, %v; want ErrDenied", p, b, err)
 		}
-		if fi, err := j.Stat(p); err != ErrDenied {
+		if fi, err := j.Stat(p); !errors.Is(err, ErrDenied) {
 			t.Errorf("Stat(%q) = %v, %v; want ErrDenied", p, fi, err)
 		}
-		if err := j.WriteFile(p, []byte("pwned")); err != ErrDenied {
+		if err := j.WriteFile(p, []byte("pwned")); !errors.Is(err, ErrDenied) {
 			t.Errorf("WriteFile(%q) = %v; want ErrDenied", p, err)
 		}
 	}
 	for _, p := range []string{"dirlink-out/new.txt", "dirlink-out-rel/new.txt", "dirlink-out/newdir/new.txt"} {
-		if err := j.WriteFile(p, []byte("pwned")); err != ErrDenied {
+		if err := j.WriteFile(p, []byte("pwned")); !errors.Is(err, ErrDenied) {
 			t.Errorf("WriteFile(%q) = %v; want ErrDenied", p, err)
 		}
 	}
@@ -315,7 +315,7 @@ func TestRefusalsByteIdentical(t *testing.T) {
 
 	msgs := map[string]int{}
 	for i, err := range errs {
-		if err != ErrDenied {
+		if !errors.Is(err, ErrDenied) {
 			t.Errorf("refusal %d: %v is not ErrDenied", i, err)
 			continue
 		}
@@ -377,7 +377,7 @@ func TestGitWritesRefused(t *testing.T) {
 	before := snapshot(t, f.root)
 
 	for _, p := range append(gitWritePaths, filepath.Join(f.root, ".git", "config")) {
-		if err := j.WriteFile(p, []byte("[core]\n\tfsmonitor = evil")); err != ErrDenied {
+		if err := j.WriteFile(p, []byte("[core]\n\tfsmonitor = evil")); !errors.Is(err, ErrDenied) {
 			t.Errorf("WriteFile(%q) = %v; want ErrDenied", p, err)
 		}
 	}
@@ -396,10 +396,10 @@ func TestGitWritesRefused(t *testing.T) {
 
 	// A root or working_dir inside .git is read-only.
 	for _, jl := range []*Jail{newJail(t, gitDir), narrow(t, j, ".git"), narrow(t, j, "gitlink"), narrow(t, j, filepath.Join(f.root, "gitchain"))} {
-		if err := jl.WriteFile("config", []byte("x")); err != ErrDenied {
+		if err := jl.WriteFile("config", []byte("x")); !errors.Is(err, ErrDenied) {
 			t.Errorf("write inside .git root %v = %v; want ErrDenied", jl.Roots(), err)
 		}
-		if err := jl.WriteFile("hooks/pre-commit", []byte("x")); err != ErrDenied {
+		if err := jl.WriteFile("hooks/pre-commit", []byte("x")); !errors.Is(err, ErrDenied) {
 			t.Errorf("write inside .git root %v = %v; want ErrDenied", jl.Roots(), err)
 		}
 	}
@@ -445,11 +445,11 @@ func TestWorkingDir(t *testing.T) {
 	}
 	for _, wd := range invalid {
 		n, err := j.Narrow(wd)
-		if err != ErrInvalidWorkingDir || n != nil {
+		if !errors.Is(err, ErrInvalidWorkingDir) || n != nil {
 			t.Errorf("Narrow(%q) = %v, %v; want ErrInvalidWorkingDir", wd, n, err)
 		}
 	}
-	if _, err := New(nil).Narrow(f.root); err != ErrInvalidWorkingDir {
+	if _, err := New(nil).Narrow(f.root); !errors.Is(err, ErrInvalidWorkingDir) {
 		t.Errorf("Narrow on an empty jail = %v", err)
 	}
 
@@ -466,11 +466,11 @@ func TestWorkingDir(t *testing.T) {
 			t.Errorf("Narrow(%q).ReadFile(abs) = %q, %v", wd, b, err)
 		}
 		for _, p := range []string{"../hello.txt", filepath.Join(f.root, "hello.txt"), filepath.Join(f.root2, "other.txt"), "../../outside/secret.txt"} {
-			if _, err := n.ReadFile(p, 0); err != ErrDenied {
+			if _, err := n.ReadFile(p, 0); !errors.Is(err, ErrDenied) {
 				t.Errorf("Narrow(%q).ReadFile(%q) = %v; want ErrDenied", wd, p, err)
 			}
 		}
-		if _, err := n.Narrow(f.root); err != ErrInvalidWorkingDir {
+		if _, err := n.Narrow(f.root); !errors.Is(err, ErrInvalidWorkingDir) {
 			t.Errorf("narrowed jail widened back to the root: %v", err)
 		}
 	}
@@ -496,7 +496,7 @@ func TestWorkingDir(t *testing.T) {
 	}
 	// And the root itself.
 	n = narrow(t, j, f.root)
-	if _, err := n.ReadFile(filepath.Join(f.root2, "other.txt"), 0); err != ErrDenied {
+	if _, err := n.ReadFile(filepath.Join(f.root2, "other.txt"), 0); !errors.Is(err, ErrDenied) {
 		t.Errorf("Narrow(root) still reaches root2: %v", err)
 	}
 }
@@ -515,17 +515,17 @@ func TestNoRoots(t *testing.T) {
 			t.Errorf("jail %d has roots %v", i, j.Roots())
 		}
 		for _, p := range []string{"hello.txt", filepath.Join(f.root, "hello.txt"), f.secret, "x.txt"} {
-			if _, err := j.ReadFile(p, 0); err != ErrDenied {
+			if _, err := j.ReadFile(p, 0); !errors.Is(err, ErrDenied) {
 				t.Errorf("jail %d ReadFile(%q) = %v", i, p, err)
 			}
-			if _, err := j.Stat(p); err != ErrDenied {
+			if _, err := j.Stat(p); !errors.Is(err, ErrDenied) {
 				t.Errorf("jail %d Stat(%q) = %v", i, p, err)
 			}
-			if err := j.WriteFile(p, []byte("x")); err != ErrDenied {
+			if err := j.WriteFile(p, []byte("x")); !errors.Is(err, ErrDenied) {
 				t.Errorf("jail %d WriteFile(%q) = %v", i, p, err)
 			}
 		}
-		if _, err := j.Narrow(f.root); err != ErrInvalidWorkingDir {
+		if _, err := j.Narrow(f.root); !errors.Is(err, ErrInvalidWorkingDir) {
 			t.Errorf("jail %d Narrow = %v", i, err)
 		}
 		if err := j.Close(); err != nil {
@@ -539,10 +539,10 @@ func TestClosedJailDenies(t *testing.T) {
 	f := newFixture(t)
 	j := New([]string{f.root})
 	j.Close()
-	if _, err := j.ReadFile("hello.txt", 0); err != ErrDenied {
+	if _, err := j.ReadFile("hello.txt", 0); !errors.Is(err, ErrDenied) {
 		t.Errorf("ReadFile after Close = %v", err)
 	}
-	if err := j.WriteFile("new.txt", nil); err != ErrDenied {
+	if err := j.WriteFile("new.txt", nil); !errors.Is(err, ErrDenied) {
 		t.Errorf("WriteFile after Close = %v", err)
 	}
 }

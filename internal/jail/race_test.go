@@ -1,6 +1,7 @@
 package jail
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"sync"
@@ -58,10 +59,10 @@ func raceFor(t *testing.T, d time.Duration, target string, states []func(stage s
 		if el := time.Since(start); el > 10*d || el > d && r.ok >= 5 && r.denied >= 5 {
 			break
 		}
-		switch err := op(); err {
-		case nil:
+		switch err := op(); {
+		case err == nil:
 			r.ok++
-		case ErrDenied:
+		case errors.Is(err, ErrDenied):
 			r.denied++
 		default:
 			r.other++
@@ -218,7 +219,7 @@ func TestWriteDirSwapAfterCheck(t *testing.T) {
 		}
 		err := j.WriteFile("gd/config", []byte("evil"))
 		testHookBeforeOpenDir = nil
-		if err != ErrDenied {
+		if !errors.Is(err, ErrDenied) {
 			t.Errorf("swap to %q: WriteFile = %v; want ErrDenied", link, err)
 		}
 		os.Remove(gd)

@@ -58,7 +58,7 @@ func (a *anthropicProvider) Complete(ctx context.Context, req Request) (*Respons
 			// Blocks split around citations belong to one answer.
 			text.WriteString(b.Text)
 		case "tool_use":
-			input := json.RawMessage(b.Input)
+			input := b.Input
 			if len(input) == 0 || string(input) == "null" {
 				input = json.RawMessage("{}")
 			}
@@ -71,7 +71,7 @@ func (a *anthropicProvider) Complete(ctx context.Context, req Request) (*Respons
 
 func anthropicParams(req Request) (anthropic.MessageNewParams, error) {
 	p := anthropic.MessageNewParams{
-		Model:     anthropic.Model(req.Model),
+		Model:     req.Model,
 		MaxTokens: maxTokens(req),
 	}
 	if req.System != "" {

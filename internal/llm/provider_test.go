@@ -415,7 +415,7 @@ func TestOddErrorBodies(t *testing.T) {
 		for _, kind := range []llm.Kind{llm.KindOpenRouter, llm.KindAnthropic} {
 			t.Run(c.name+"/"+string(kind), func(t *testing.T) {
 				t.Parallel()
-				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 					w.Header().Set("Content-Type", c.ctype)
 					w.WriteHeader(c.status)
 					_, _ = w.Write([]byte(c.body))

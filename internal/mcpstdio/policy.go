@@ -94,9 +94,9 @@ func (p Policy) String() string {
 	if len(p.ModelAllowlist) > 0 {
 		models = strings.Join(p.ModelAllowlist, ",")
 	}
-	cap := "schema max"
+	maxTimeout := "schema max"
 	if p.MaxTimeoutSecs > 0 {
-		cap = strconv.Itoa(p.MaxTimeoutSecs) + "s"
+		maxTimeout = strconv.Itoa(p.MaxTimeoutSecs) + "s"
 	}
-	return fmt.Sprintf("models=%s max_timeout=%s agent_tool=%t", models, cap, p.EnableTools)
+	return fmt.Sprintf("models=%s max_timeout=%s agent_tool=%t", models, maxTimeout, p.EnableTools)
 }

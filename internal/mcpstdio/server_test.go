@@ -28,7 +28,7 @@ type recordingProvider struct {
 
 func (p *recordingProvider) Kind() llm.Kind { return llm.KindOpenRouter }
 
-func (p *recordingProvider) Complete(ctx context.Context, r llm.Request) (*llm.Response, error) {
+func (p *recordingProvider) Complete(_ context.Context, r llm.Request) (*llm.Response, error) {
 	p.mu.Lock()
 	p.reqs = append(p.reqs, r)
 	p.mu.Unlock()

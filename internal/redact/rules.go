@@ -77,6 +77,10 @@ func init() {
 			k := slices.Index(triggers, lit)
 			if k < 0 {
 				k = len(triggers)
+				if k >= 64 || len(lit) > 256 {
+					// rr.mask is a uint64 and anchors index by uint8.
+					panic("redact: more than 64 trigger literals, or one longer than 256 bytes")
+				}
 				triggers = append(triggers, lit)
 				off := 0
 				for i := range len(lit) {

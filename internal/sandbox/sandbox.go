@@ -244,14 +244,14 @@ func checkWorkspace(dir string) (string, os.FileInfo, error) {
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return "", nil, fmt.Errorf("%w: %s: %v", ErrWorkspace, dir, err)
+		return "", nil, fmt.Errorf("%w: %s: %w", ErrWorkspace, dir, err)
 	}
 	fi, err := os.Lstat(abs)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return "", nil, fmt.Errorf("%w: %s does not exist", ErrWorkspace, dir)
 	case err != nil:
-		return "", nil, fmt.Errorf("%w: %s: %v", ErrWorkspace, dir, err)
+		return "", nil, fmt.Errorf("%w: %s: %w", ErrWorkspace, dir, err)
 	case fi.Mode()&os.ModeSymlink != 0:
 		return "", nil, fmt.Errorf("%w: %s is a symlink; give the directory itself", ErrWorkspace, dir)
 	case !fi.IsDir():
@@ -261,7 +261,7 @@ func checkWorkspace(dir string) (string, os.FileInfo, error) {
 	// the jail, bash's directory and readyz all name the same path.
 	resolved, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return "", nil, fmt.Errorf("%w: %s: %v", ErrWorkspace, dir, err)
+		return "", nil, fmt.Errorf("%w: %s: %w", ErrWorkspace, dir, err)
 	}
 	return resolved, fi, nil
 }
@@ -400,7 +400,7 @@ func (s *Server) Ready() error {
 	fi, err := os.Lstat(s.workspace)
 	switch {
 	case err != nil:
-		return fmt.Errorf("%w: %v", ErrWorkspace, err)
+		return fmt.Errorf("%w: %w", ErrWorkspace, err)
 	case fi.Mode()&os.ModeSymlink != 0 || !fi.IsDir():
 		return fmt.Errorf("%w: no longer a directory", ErrWorkspace)
 	case !os.SameFile(fi, s.wsInfo):
@@ -509,7 +509,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.log.Warn("garra sandbox: in-flight calls cut at the shutdown deadline")
 		_ = srv.Close()
 	}
-	<-errc // http.ErrServerClosed
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("sandbox: serve: %w", err)
+	}
 	s.log.Info("garra sandbox stopped")
 	return nil
 }

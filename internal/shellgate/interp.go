@@ -585,7 +585,11 @@ func sedRisk(s string) string {
 			}
 			d := s[i]
 			i++
-			if !delimited(d) || !delimited(d) {
+			// s/pattern/replacement/ and y/source/dest/: two delimited parts.
+			if pattern := delimited(d); !pattern {
+				return "unparsable sed script"
+			}
+			if replacement := delimited(d); !replacement {
 				return "unparsable sed script"
 			}
 			for cmd == 's' && i < n && strings.IndexByte(";\n}# \t", s[i]) < 0 {

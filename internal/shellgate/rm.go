@@ -107,8 +107,8 @@ func hasComponent(p, name string) bool {
 
 // isLongPrefix reports whether v abbreviates the long option full, as
 // getopt_long accepts (rm --recur, rm --no-pres).
-func isLongPrefix(v, full string, min int) bool {
-	return len(v) >= min && strings.HasPrefix(full, v)
+func isLongPrefix(v, full string, minLen int) bool {
+	return len(v) >= minLen && strings.HasPrefix(full, v)
 }
 
 // rmRule implements the policy in the package doc: recursive removal only

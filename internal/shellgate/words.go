@@ -3,6 +3,7 @@ package shellgate
 import (
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -279,14 +280,15 @@ func decodeANSIC(s string) string {
 				b.WriteByte(s[i] & 0x1f)
 			}
 		case 'x', 'u', 'U':
-			max := 2
-			if c == 'u' {
-				max = 4
-			} else if c == 'U' {
-				max = 8
+			digits := 2
+			switch c {
+			case 'u':
+				digits = 4
+			case 'U':
+				digits = 8
 			}
 			j := i + 1
-			for j < len(s) && j-i-1 < max && isHex(s[j]) {
+			for j < len(s) && j-i-1 < digits && isHex(s[j]) {
 				j++
 			}
 			if j == i+1 {
@@ -294,10 +296,10 @@ func decodeANSIC(s string) string {
 				b.WriteByte(c)
 				continue
 			}
-			n, _ := strconv.ParseUint(s[i+1:j], 16, 32)
 			if c == 'x' {
+				n, _ := strconv.ParseUint(s[i+1:j], 16, 8) // two digits: cannot overflow
 				b.WriteByte(byte(n))
-			} else if utf8.ValidRune(rune(n)) {
+			} else if n, _ := strconv.ParseInt(s[i+1:j], 16, 32); n <= unicode.MaxRune && utf8.ValidRune(rune(n)) {
 				b.WriteRune(rune(n))
 			}
 			i = j - 1
@@ -307,7 +309,7 @@ func decodeANSIC(s string) string {
 				j++
 			}
 			n, _ := strconv.ParseUint(s[i:j], 8, 16)
-			b.WriteByte(byte(n))
+			b.WriteByte(byte(n & 0xff)) // bash keeps the low byte of \777
 			i = j - 1
 		default: // \\ \' \" \? and unknown escapes
 			if c != '\\' && c != '\'' && c != '"' && c != '?' {

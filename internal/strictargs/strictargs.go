@@ -102,7 +102,7 @@ func describeDecodeError(err error) error {
 		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 		return fmt.Errorf("%s: unknown field (additionalProperties is false)", field)
 	}
-	return fmt.Errorf("arguments: %v", err)
+	return fmt.Errorf("arguments: %w", err)
 }
 
 func kindOf(goType string) string {

@@ -177,7 +177,7 @@ func (r *HostRunner) Run(ctx context.Context, command, workDir string) (string, 
 	if err != nil {
 		return "", -1, fmt.Errorf("cannot create the output pipe: %w", cause(err))
 	}
-	defer pr.Close()
+	defer func() { _ = pr.Close() }()
 	cmd := exec.CommandContext(ctx, shell, "--noprofile", "--norc", "-c", command)
 	cmd.Dir = dir
 	cmd.Env = allowlistedEnv()

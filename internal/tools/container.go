@@ -205,7 +205,7 @@ func containsDir(dir, other string) bool {
 func (r *ContainerRunner) Run(ctx context.Context, command, workDir string) (string, int, error) {
 	name, err := containerName()
 	if err != nil {
-		return "", -1, fmt.Errorf("%w: %v", ErrSandboxUnavailable, err)
+		return "", -1, fmt.Errorf("%w: %w", ErrSandboxUnavailable, err)
 	}
 	argv, err := r.argv(command, workDir, name)
 	if err != nil {
@@ -226,7 +226,7 @@ func (r *ContainerRunner) Run(ctx context.Context, command, workDir string) (str
 	cmd.Stderr = out
 	cmd.WaitDelay = killGrace
 	if err := cmd.Start(); err != nil {
-		return "", -1, fmt.Errorf("%w: cannot start %s: %v", ErrSandboxUnavailable, r.Backend, cause(err))
+		return "", -1, fmt.Errorf("%w: cannot start %s: %w", ErrSandboxUnavailable, r.Backend, cause(err))
 	}
 	err = cmd.Wait()
 	if ctxErr := ctx.Err(); ctxErr != nil {
@@ -242,7 +242,7 @@ func (r *ContainerRunner) Run(ctx context.Context, command, workDir string) (str
 	case errors.As(err, &exitErr):
 		return out.String(), exitCode(exitErr), nil
 	}
-	return out.String(), -1, fmt.Errorf("%w: %s: %v", ErrSandboxUnavailable, r.Backend, err)
+	return out.String(), -1, fmt.Errorf("%w: %s: %w", ErrSandboxUnavailable, r.Backend, err)
 }
 
 // remove force-removes a container whose client was killed. It runs on

@@ -136,7 +136,7 @@ func (r *Remote) Tools(ctx context.Context) ([]Tool, error) {
 		}
 		schema, err := json.Marshal(t.InputSchema)
 		if err != nil {
-			return nil, r.wrap("list tools", fmt.Errorf("tool %q: input schema: %v", t.Name, err))
+			return nil, r.wrap("list tools", fmt.Errorf("tool %q: input schema: %w", t.Name, err))
 		}
 		out = append(out, Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
 	}

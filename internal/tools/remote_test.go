@@ -47,7 +47,7 @@ func sandboxServer(t testing.TB, wrap func(http.Handler) http.Handler) (url, ws 
 	return hs.URL + "/mcp", srv.Workspace()
 }
 
-func newRemote(t testing.TB, url, token string) *tools.Remote {
+func newRemote(url, token string) *tools.Remote {
 	return tools.NewRemote(tools.RemoteOptions{URL: url, Token: token})
 }
 
@@ -64,7 +64,7 @@ func mustCall(t *testing.T, r *tools.Remote, name, args string) tools.Result {
 
 func TestRemoteListsTheSandboxTools(t *testing.T) {
 	url, _ := sandboxServer(t, nil)
-	r := newRemote(t, url, remoteToken)
+	r := newRemote(url, remoteToken)
 	got, err := r.Tools(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +82,7 @@ func TestRemoteListsTheSandboxTools(t *testing.T) {
 
 func TestRemoteCallRoundTrip(t *testing.T) {
 	url, ws := sandboxServer(t, nil)
-	r := newRemote(t, url, remoteToken)
+	r := newRemote(url, remoteToken)
 
 	res := mustCall(t, r, "file_write", `{"path":"dir/f.txt","content":"héllo\nworld"}`)
 	if res.IsError || !strings.Contains(res.Output, "wrote 12 bytes to dir/f.txt") {
@@ -105,7 +105,7 @@ func TestRemoteCallRoundTrip(t *testing.T) {
 
 func TestRemoteIsErrorPropagates(t *testing.T) {
 	url, _ := sandboxServer(t, nil)
-	r := newRemote(t, url, remoteToken)
+	r := newRemote(url, remoteToken)
 	for _, tc := range []struct{ name, args, want string }{
 		{"file_read", `{"path":"missing.txt"}`, "does not exist"},
 		{"file_write", `{"path":"../x.txt","content":"x"}`, "outside the allowed directories"},
@@ -124,7 +124,7 @@ func TestRemoteIsErrorPropagates(t *testing.T) {
 
 func TestRemoteUnknownTool(t *testing.T) {
 	url, _ := sandboxServer(t, nil)
-	r := newRemote(t, url, remoteToken)
+	r := newRemote(url, remoteToken)
 	for _, name := range []string{"web_search", "nope"} {
 		_, err := r.Call(context.Background(), name, json.RawMessage(`{}`))
 		if !errors.Is(err, tools.ErrUnknownTool) {
@@ -140,7 +140,7 @@ func TestRemoteUnknownTool(t *testing.T) {
 func TestRemoteWrongTokenIsAnErrorWithoutTheToken(t *testing.T) {
 	url, _ := sandboxServer(t, nil)
 	const wrong = "wrong-token-SHOULD-NOT-LEAK-0123456789"
-	r := newRemote(t, url, wrong)
+	r := newRemote(url, wrong)
 	_, err := r.Tools(context.Background())
 	if err == nil {
 		t.Fatal("Tools with a wrong token succeeded")
@@ -160,7 +160,7 @@ func TestRemoteWrongTokenIsAnErrorWithoutTheToken(t *testing.T) {
 	t.Logf("wrong token: %v", err2)
 
 	// No token at all: the same.
-	_, err = newRemote(t, url, "").Call(context.Background(), "bash", json.RawMessage(`{"command":"pwd"}`))
+	_, err = newRemote(url, "").Call(context.Background(), "bash", json.RawMessage(`{"command":"pwd"}`))
 	if !errors.Is(err, tools.ErrRemoteUnauthorized) {
 		t.Errorf("no token: %v", err)
 	}
@@ -173,7 +173,7 @@ func TestRemoteUnreachable(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	r := newRemote(t, "http://"+addr+"/mcp", remoteToken)
+	r := newRemote("http://"+addr+"/mcp", remoteToken)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := r.Tools(ctx); err == nil {
@@ -185,7 +185,7 @@ func TestRemoteUnreachable(t *testing.T) {
 	}
 	t.Logf("unreachable: %v", err)
 
-	if _, err := newRemote(t, "", remoteToken).Tools(ctx); err == nil {
+	if _, err := newRemote("", remoteToken).Tools(ctx); err == nil {
 		t.Error("no URL: no error")
 	}
 }
@@ -211,7 +211,7 @@ func TestRemoteReconnectsAfterAFailure(t *testing.T) {
 					_, _ = w.Write([]byte("{not json"))
 				})
 			})
-			r := newRemote(t, url, remoteToken)
+			r := newRemote(url, remoteToken)
 			mustCall(t, r, "file_write", `{"path":"a","content":"1"}`)
 			broken.Store(true)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -240,7 +240,7 @@ func TestRemoteNeverSendsTheTokenElsewhere(t *testing.T) {
 		http.Redirect(w, r, elsewhere.URL+"/mcp", http.StatusTemporaryRedirect)
 	}))
 	defer redirector.Close()
-	r := newRemote(t, redirector.URL+"/mcp", remoteToken)
+	r := newRemote(redirector.URL+"/mcp", remoteToken)
 	if _, err := r.Tools(context.Background()); err == nil {
 		t.Error("a redirecting sandbox was accepted")
 	}
@@ -251,7 +251,7 @@ func TestRemoteNeverSendsTheTokenElsewhere(t *testing.T) {
 
 func TestRemoteConcurrentCalls(t *testing.T) {
 	url, _ := sandboxServer(t, nil)
-	r := newRemote(t, url, remoteToken)
+	r := newRemote(url, remoteToken)
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
 	for i := range 16 {
@@ -276,7 +276,7 @@ func TestRemoteConcurrentCalls(t *testing.T) {
 
 func TestRemoteCancelledContext(t *testing.T) {
 	url, _ := sandboxServer(t, nil)
-	r := newRemote(t, url, remoteToken)
+	r := newRemote(url, remoteToken)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := r.Call(ctx, "file_read", json.RawMessage(`{"path":"a"}`)); !errors.Is(err, context.Canceled) {
@@ -290,7 +290,7 @@ func BenchmarkRemoteCall(b *testing.B) {
 	url, _ := sandboxServer(b, nil)
 	args := json.RawMessage(`{"path":"missing.txt"}`)
 	b.Run("remote-fresh-session", func(b *testing.B) {
-		r := newRemote(b, url, remoteToken)
+		r := newRemote(url, remoteToken)
 		for b.Loop() {
 			if _, err := r.Call(context.Background(), "file_read", args); err != nil {
 				b.Fatal(err)
@@ -323,7 +323,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 
 func TestRemoteHungSandboxHonoursDeadlines(t *testing.T) {
 	release := make(chan struct{})
-	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	hung := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		select {
 		case <-release:
 		case <-r.Context().Done():
@@ -331,7 +331,7 @@ func TestRemoteHungSandboxHonoursDeadlines(t *testing.T) {
 	}))
 	defer hung.Close()
 	defer close(release)
-	r := newRemote(t, hung.URL+"/mcp", remoteToken)
+	r := newRemote(hung.URL+"/mcp", remoteToken)
 	var wg sync.WaitGroup
 	for range 3 {
 		wg.Go(func() {
@@ -354,11 +354,11 @@ func TestRemoteHungSandboxHonoursDeadlines(t *testing.T) {
 // the gateway does, one per agent run) leaves no goroutine behind.
 func TestRemoteLeavesNoGoroutines(t *testing.T) {
 	url, _ := sandboxServer(t, nil)
-	warm := newRemote(t, url, remoteToken)
+	warm := newRemote(url, remoteToken)
 	mustCall(t, warm, "file_read", `{"path":"missing.txt"}`)
 	before := runtime.NumGoroutine()
 	for range 20 {
-		r := newRemote(t, url, remoteToken)
+		r := newRemote(url, remoteToken)
 		if _, err := r.Tools(context.Background()); err != nil {
 			t.Fatal(err)
 		}

@@ -134,7 +134,7 @@ func (l *Local) callWebFetch(ctx context.Context, raw json.RawMessage) (Result, 
 		}
 		return errorResult("web_fetch: %v", fetchErr(err)), nil
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(maxBytes)+1))
 	if err != nil && ctx.Err() != nil {
 		return Result{}, ctx.Err()
@@ -306,7 +306,7 @@ func (l *Local) callWebSearch(ctx context.Context, raw json.RawMessage) (Result,
 		}
 		return errorResult("web_search: %v", fetchErr(err)), nil
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
 		if ctx.Err() != nil {

@@ -23,19 +23,19 @@ func webServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprint(w, "hello, world\n")
 	})
-	mux.HandleFunc("/html", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/html", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprint(w, `<html><head><title>T</title><style>body{}</style></head><body>
 <script>alert("x")</script><h1>Title &amp; more</h1><p>First <b>para</b>.</p><ul><li>one</li><li>two</li></ul><!-- hidden --></body></html>`)
 	})
-	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/big", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		fmt.Fprint(w, strings.Repeat("a", 10000))
 	})
-	mux.HandleFunc("/missing", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/missing", func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "no such page", http.StatusNotFound)
 	})
-	mux.HandleFunc("/png", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/png", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "image/png")
 		w.Write([]byte("\x89PNG\r\n\x1a\n\x00\x00"))
 	})

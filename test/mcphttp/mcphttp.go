@@ -40,7 +40,7 @@ func (c Client) Post(ctx context.Context, token, method string, params any) (int
 	if err != nil {
 		return 0, nil, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	raw, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, raw, err
 }

@@ -159,7 +159,7 @@ WHERE expires_at > ? AND (? = '' OR channel = ?) ORDER BY created_at, user_id`, 
 			var p chat.PendingPairing
 			var created, expires int64
 			if err := rows.Scan(&p.Channel, &p.UserID, &p.ChatID, &p.DisplayName, &p.CodeHash, &created, &expires); err != nil {
-				rows.Close()
+				_ = rows.Close()
 				return err
 			}
 			p.CreatedAt, p.ExpiresAt = fromMS(created), fromMS(expires)
@@ -174,7 +174,7 @@ WHERE (? = '' OR channel = ?) ORDER BY approved_at, user_id`, channel, channel)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
+		defer func() { _ = rows.Close() }()
 		for rows.Next() {
 			var u chat.PairedUser
 			var at int64

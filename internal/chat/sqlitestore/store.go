@@ -91,11 +91,11 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	}
 	// Conversations are private: create the file 0600 before SQLite does
 	// (its -wal and -shm files copy the mode).
-	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600); err != nil {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
 		return nil, fmt.Errorf("chat store: %w", err)
-	} else {
-		_ = f.Close()
 	}
+	_ = f.Close()
 	common := fmt.Sprintf("_busy_timeout=%d&_foreign_keys=on", busy.Milliseconds())
 	w, err := sql.Open("sqlite", path+"?"+common+"&_journal_mode=WAL&_synchronous=FULL&_txlock=immediate")
 	if err != nil {
@@ -223,7 +223,7 @@ func (s *Store) Conversations(ctx context.Context, channel string) ([]chat.Conve
 	if err != nil {
 		return nil, fmt.Errorf("list conversations: %w", err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }()
 	var out []chat.Conversation
 	for rows.Next() {
 		var c chat.Conversation
@@ -258,7 +258,7 @@ func (s *Store) History(ctx context.Context, id string, limit int) ([]chat.Messa
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
+		defer func() { _ = rows.Close() }()
 		for rows.Next() {
 			var m chat.Message
 			var at int64

@@ -289,10 +289,10 @@ func TestRestartDoesNotReprocessUpdates(t *testing.T) {
 
 	h.store = h.openStore(t) // a new process on the same file
 	h.start(t)
-	sent := h.tg.WaitSent(t, 2, 5*time.Second)
+	h.tg.WaitSent(t, 2, 5*time.Second)
 	h.cursorReaches(t, second)
 	time.Sleep(200 * time.Millisecond) // room for a wrong second answer
-	if sent = h.tg.Sent(); len(sent) != 2 || sent[1].Text != "echo: two" {
+	if sent := h.tg.Sent(); len(sent) != 2 || sent[1].Text != "echo: two" {
 		t.Fatalf("sent %+v", sent)
 	}
 	if n := len(h.llm.Requests()); n != 2 {

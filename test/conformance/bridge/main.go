@@ -80,7 +80,7 @@ func main() {
 	flag.Var(&headers, "header", "proxy mode: `'Name: value'` added to every forwarded request (repeatable)")
 	verbose := flag.Bool("v", false, "log every forwarded message")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage:\n  %[1]s [flags] -- COMMAND [ARGS...]\n  %[1]s [flags] --upstream URL [--header 'K: V']...\n\nflags:\n", os.Args[0])
+		_, _ = fmt.Fprintf(flag.CommandLine.Output(), "usage:\n  %[1]s [flags] -- COMMAND [ARGS...]\n  %[1]s [flags] --upstream URL [--header 'K: V']...\n\nflags:\n", os.Args[0])
 		flag.PrintDefaults()
 	}
 	flag.Parse()

@@ -98,7 +98,8 @@ func TestDelayHonoursCancellation(t *testing.T) {
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL()+"/v1/messages", strings.NewReader(`{"model":"x"}`))
 	start := time.Now()
-	if _, err := http.DefaultClient.Do(req); err == nil {
+	if res, err := http.DefaultClient.Do(req); err == nil {
+		_ = res.Body.Close()
 		t.Fatal("expected a timeout")
 	}
 	done := make(chan struct{})
@@ -149,8 +150,8 @@ func TestNewListenerNilT(t *testing.T) {
 func TestAdminAPI(t *testing.T) {
 	s := llmdouble.New(t)
 	// Off by default: the control path is just an unknown route.
-	if res, err := http.Get(s.URL() + "/_double/healthz"); err != nil || res.StatusCode != http.StatusNotFound {
-		t.Fatalf("control API answered before EnableAdmin: %v %v", res, err)
+	if code, err := getStatus(s.URL() + "/_double/healthz"); err != nil || code != http.StatusNotFound {
+		t.Fatalf("control API answered before EnableAdmin: %d %v", code, err)
 	}
 	s.EnableAdmin()
 
@@ -211,7 +212,17 @@ func TestAdminAPI(t *testing.T) {
 	if code := put(`{"steps":[]}`); code != http.StatusNoContent || len(s.Requests()) != 0 || s.Remaining() != 0 {
 		t.Errorf("reset: %d, %d requests", code, len(s.Requests()))
 	}
-	if res, err := http.Get(s.URL() + "/_double/healthz"); err != nil || res.StatusCode != http.StatusOK {
-		t.Errorf("healthz: %v %v", res, err)
+	if code, err := getStatus(s.URL() + "/_double/healthz"); err != nil || code != http.StatusOK {
+		t.Errorf("healthz: %d %v", code, err)
 	}
+}
+
+// getStatus GETs url and answers its status code, the body closed.
+func getStatus(url string) (int, error) {
+	res, err := http.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	_ = res.Body.Close()
+	return res.StatusCode, nil
 }

@@ -479,6 +479,10 @@ func (s *Server) sendMessage(w http.ResponseWriter, p map[string]string) {
 	writeOK(w, m)
 }
 
+// maxRequestBody bounds what the double reads of a request, as Telegram's
+// own servers do.
+const maxRequestBody = 1 << 20
+
 // readParams merges the query string with a form or JSON body.
 func readParams(r *http.Request) (map[string]string, error) {
 	out := map[string]string{}
@@ -488,10 +492,11 @@ func readParams(r *http.Request) (map[string]string, error) {
 	if r.Body == nil || r.Method == http.MethodGet {
 		return out, nil
 	}
+	r.Body = http.MaxBytesReader(nil, r.Body, maxRequestBody)
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	switch mt {
 	case "application/json":
-		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			return nil, err
 		}
@@ -511,7 +516,7 @@ func readParams(r *http.Request) (map[string]string, error) {
 			}
 		}
 	case "multipart/form-data":
-		if err := r.ParseMultipartForm(1 << 20); err != nil {
+		if err := r.ParseMultipartForm(maxRequestBody); err != nil { //nolint:gosec // G120: the body is a MaxBytesReader (readParams)
 			return nil, err
 		}
 		for k, v := range r.MultipartForm.Value {
