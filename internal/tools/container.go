@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/garraia/garra/internal/procguard"
 )
 
 // Container defaults.
@@ -225,10 +227,12 @@ func (r *ContainerRunner) Run(ctx context.Context, command, workDir string) (str
 	cmd.Stdout = out
 	cmd.Stderr = out
 	cmd.WaitDelay = killGrace
-	if err := cmd.Start(); err != nil {
+	release, err := procguard.Start(cmd)
+	if err != nil {
 		return "", -1, fmt.Errorf("%w: cannot start %s: %w", ErrSandboxUnavailable, r.Backend, cause(err))
 	}
 	err = cmd.Wait()
+	release()
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		r.remove(bin, name)
 		return out.String(), -1, ctxErr
@@ -252,7 +256,7 @@ func (r *ContainerRunner) remove(bin, name string) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "rm", "-f", name)
 	cmd.Env = cliEnvironment()
-	_ = cmd.Run()
+	_ = runTracked(cmd)
 }
 
 func containerName() (string, error) {
