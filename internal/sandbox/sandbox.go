@@ -89,6 +89,10 @@ import (
 // from (the operator fills it from the orchestrator's Secret).
 const TokenEnv = "GARRA_SANDBOX_TOKEN"
 
+// TokenFileEnv names a file holding the token instead (`garra sandbox
+// --token-file`), for deployments that mount it; set one or the other.
+const TokenFileEnv = "GARRA_SANDBOX_TOKEN_FILE"
+
 // MinTokenLen is the shortest token the server accepts. The operator
 // generates 32 random bytes (43 base64url characters); anything shorter
 // than this is a misconfiguration, not a secret.
@@ -111,7 +115,7 @@ const ServerName = "garra-sandbox"
 // Errors New returns (wrapped with detail), for callers that branch.
 var (
 	// ErrNoToken: the token is empty.
-	ErrNoToken = errors.New(TokenEnv + " is not set: the sandbox refuses to start without a bearer token")
+	ErrNoToken = errors.New(TokenEnv + " is not set (nor " + TokenFileEnv + "): the sandbox refuses to start without a bearer token")
 	// ErrWeakToken: the token is too short or contains whitespace or
 	// control characters (it could not be sent as a bearer token anyway).
 	ErrWeakToken = fmt.Errorf("%s must be at least %d characters with no whitespace or control characters", TokenEnv, MinTokenLen)
