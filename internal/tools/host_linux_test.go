@@ -197,3 +197,15 @@ func readPids(t *testing.T, path string) []int {
 	}
 	return pids
 }
+
+// BenchmarkHostRunner is the cost of one trivial command through the
+// supervisor (one more exec of the test binary per call).
+func BenchmarkHostRunner(b *testing.B) {
+	dir := b.TempDir()
+	r := &HostRunner{}
+	for b.Loop() {
+		if _, code, err := r.Run(context.Background(), "true", dir); err != nil || code != 0 {
+			b.Fatal(code, err)
+		}
+	}
+}
