@@ -72,7 +72,7 @@ const (
 // every process the gateway starts would inherit it and /proc keeps it for
 // the life of the process). One file per caller under tokens/ is also what
 // a gateway that watches the directory needs to pick up a new token.
-const SecretsDir = "/var/run/garra"
+const SecretsDir = "/var/run/garra" //nolint:gosec // G101: a directory, not a credential
 
 // SecretFileMode is the mode of the credential files: readable by owner
 // and group. The kubelet gives them the pod's fsGroup, which is how the

@@ -81,7 +81,9 @@ func supervise(args []string) int {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 
-	proc, err := os.StartProcess(argv[0], argv, &os.ProcAttr{
+	// Running what the parent (this same binary) names is the
+	// supervisor's whole job; the parent is the one that decides.
+	proc, err := os.StartProcess(argv[0], argv, &os.ProcAttr{ //nolint:gosec // G702: see above
 		Env:   os.Environ(),
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
 		// Its own group, so a terminal's job control or a caller that
@@ -150,7 +152,7 @@ func limitProcs(n int) error {
 	if err := unix.Getrlimit(unix.RLIMIT_NPROC, &cur); err != nil {
 		return fmt.Errorf("read the process limit: %w", err)
 	}
-	want := uint64(userTasks(os.Getuid()) + n)
+	want := uint64(userTasks(os.Getuid()) + n) //nolint:gosec // G115: a count plus a positive budget, never negative
 	if cur.Max != unix.RLIM_INFINITY && cur.Max < want {
 		want = cur.Max
 	}
