@@ -274,6 +274,31 @@ func TestMaxProcsBitesANonRootCommand(t *testing.T) {
 	}
 }
 
+// A command that has used up its process budget and then times out still
+// ends cleanly: the supervisor, at the limit itself, needs no new thread to
+// kill and reap the tree.
+func TestSupervisorAtTheLimitStillCleansUp(t *testing.T) {
+	exe, cred, dir := unprivileged(t)
+	start := time.Now()
+	// bash, unlike dash, retries a failed fork: it is still running,
+	// at the limit, when the call times out.
+	r := supervised(t, exe, cred, "DIR="+dir, "MAX_PROCS=10", "TIMEOUT_MS=1500",
+		"CMD=exec /bin/bash -c 'for i in $(seq 100); do sleep 30 & echo $! >> pids; done; wait'")
+	if r.Err == "" || !strings.Contains(r.Output, "fork: retry") || strings.Contains(r.Output, "fatal error") || strings.Contains(r.Output, "runtime:") {
+		t.Fatalf("report %+v", r)
+	}
+	if d := time.Since(start); d > 8*time.Second {
+		t.Fatalf("took %v", d)
+	}
+	pids := pidsIn(t, filepath.Join(dir, "pids"))
+	if len(pids) == 0 || len(pids) >= 10 {
+		t.Fatalf("%d processes started under a budget of 10", len(pids))
+	}
+	for _, p := range pids {
+		waitGone(t, p, "process of a command at its limit")
+	}
+}
+
 func TestExtraFilesRefused(t *testing.T) {
 	c := procguard.Command(context.Background(), procguard.Limits{}, "/bin/true")
 	c.Cmd.ExtraFiles = []*os.File{os.Stdin}

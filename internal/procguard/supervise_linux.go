@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -60,6 +61,11 @@ func supervise(args []string) int {
 	if err != nil {
 		return fail(exitUsage, "%v", err)
 	}
+	// Once the command has used up the process limit, which binds this
+	// process too, the runtime could not start another thread; the
+	// supervisor allocates next to nothing, so a collector (whose workers
+	// might want one) is not worth that risk.
+	debug.SetGCPercent(-1)
 	// Nothing in here is secret (the parent passes only the allowlisted
 	// environment), but a dumpable supervisor could be ptraced by the
 	// command and told not to clean up.
