@@ -18,8 +18,7 @@
 #     this host. E2E_ACCESS=port-forward reaches the gateway and the LLM
 #     double through the API server when the host cannot reach ClusterIPs.
 #   * KUBECONFIG unset: the local single-node cluster of the e2e-cluster tool
-#     (E2E_CLUSTER_TOOL, default ../shared/e2e-cluster beside the clone, else
-#     /work/shared/e2e-cluster). Its
+#     (E2E_CLUSTER_TOOL, default ../shared/e2e-cluster beside the clone). Its
 #     binaries are built when missing (cached: ~25 min cold, then seconds),
 #     the cluster is brought up, and it is always torn down on exit, even on
 #     failure or interrupt. Needs root.
@@ -30,14 +29,8 @@ cd "$(dirname "$0")/.."
 repo="$(pwd)"
 
 mode="${1:-test}"
-# The tool sits beside the developer's checkout; a CI clone elsewhere finds
-# the workplace's copy.
-TOOL="${E2E_CLUSTER_TOOL:-}"
-if [ -z "$TOOL" ]; then
-	for TOOL in "$repo/../shared/e2e-cluster" /work/shared/e2e-cluster; do
-		[ -x "$TOOL/local-cluster.sh" ] && break
-	done
-fi
+# The tool sits beside the checkout; anywhere else, E2E_CLUSTER_TOOL names it.
+TOOL="${E2E_CLUSTER_TOOL:-$repo/../shared/e2e-cluster}"
 KC="${KC:-/tmp/kcluster}"
 KBIN="${KBIN:-/tmp/k8s-bin}"
 export KC KBIN

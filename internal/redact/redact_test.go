@@ -817,7 +817,7 @@ index 3f2a9c1..8b7e6d2 100644
  }
 `)
 	for sb.Len() < 4096-200 {
-		sb.WriteString("time=2025-06-01T12:00:02Z level=INFO msg=\"tool call\" tool=read_file path=/work/main/internal/ask/ask.go bytes=5120 duration=3.2ms\n")
+		sb.WriteString("time=2025-06-01T12:00:02Z level=INFO msg=\"tool call\" tool=read_file path=/home/dev/proj/internal/ask/ask.go bytes=5120 duration=3.2ms\n")
 	}
 	return sb.String()
 }()
@@ -837,7 +837,7 @@ func BenchmarkStringClean(b *testing.B) {
 	r := Default()
 	var sb strings.Builder
 	for sb.Len() < 4096 {
-		sb.WriteString("time=2025-06-01T12:00:02Z level=INFO msg=\"tool call\" tool=read_file path=/work/main/internal/ask/ask.go bytes=5120 duration=3.2ms\n")
+		sb.WriteString("time=2025-06-01T12:00:02Z level=INFO msg=\"tool call\" tool=read_file path=/home/dev/proj/internal/ask/ask.go bytes=5120 duration=3.2ms\n")
 	}
 	in := sb.String()
 	b.SetBytes(int64(len(in)))
