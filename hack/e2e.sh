@@ -154,11 +154,11 @@ t0=$SECONDS
 rc=0
 case "$mode" in
 test)
-	go test -tags e2e -count=1 -timeout 45m -v ./test/e2e -ginkgo.v -ginkgo.no-color || rc=$?
+	(cd test/e2e && go test -tags e2e -count=1 -timeout 45m -v . -ginkgo.v -ginkgo.no-color) || rc=$?
 	timing "suite (go test -tags e2e ./test/e2e)" $((SECONDS - t0))
 	;;
 bench)
-	go test -tags e2e -count=1 -timeout 45m -run '^$' -bench . -benchtime "${E2E_BENCHTIME:-3x}" ./test/e2e || rc=$?
+	(cd test/e2e && go test -tags e2e -count=1 -timeout 45m -run '^$' -bench . -benchtime "${E2E_BENCHTIME:-3x}" .) || rc=$?
 	timing "cluster benchmarks" $((SECONDS - t0))
 	;;
 esac
