@@ -38,6 +38,9 @@ func TestComputeStatus(t *testing.T) {
 			false, conds{"NotReady", "SecretMissing", "Available"}, "2/2", nil},
 		{"invalid spec", observed{invalid: "spec.image is empty"},
 			false, conds{"InvalidSpec", "Progressing", "Progressing"}, "0/2", nil},
+		{"a step failed", observed{gateway: dep(1), sandboxes: map[string]*appsv1.Deployment{"badgood": dep(1), "n8n-prod": dep(1)},
+			failed: "apply gateway: apply agents/team-a-gateway: forbidden"},
+			false, conds{"ApplyFailed", "Available", "Available"}, "2/2", nil},
 		{"no orchestrators", observed{gateway: dep(1)},
 			true, conds{"Ready", "Available", "NoOrchestrators"}, "0/0", map[string]bool{}},
 	}
