@@ -14,6 +14,7 @@ import (
 
 	"github.com/garraia/garra/internal/agent"
 	"github.com/garraia/garra/internal/ask"
+	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/jail"
 	"github.com/garraia/garra/internal/tools"
 )
@@ -88,8 +89,23 @@ func (g *Gateway) executorFor(c Caller) (tools.Executor, func(), error) {
 	case tools.BashContainer:
 		bash = tools.NewContainerRunner(exposure.Backend, g.cfg.Agent.Sandbox.Image)
 	}
-	local := tools.NewLocal(tools.LocalOptions{Jail: j, WorkingDir: dir, Bash: bash, BraveAPIKey: g.cfg.LLM.Brave.APIKey})
+	local := tools.NewLocal(tools.LocalOptions{Jail: j, WorkingDir: dir, Bash: bash, BraveAPIKey: g.cfg.LLM.Brave.APIKey, Egress: g.egress})
 	return local, func() { _ = j.Close() }, nil
+}
+
+// webFetchGuard is the egress guard of web_fetch in local workspaces: the
+// gateway shares its host with its own /metrics and, in a cluster, with the
+// metadata endpoint and every Service, so only public addresses and the
+// operator's web_fetch_allowed_hosts are reachable. Sandbox pods are not
+// covered: their NetworkPolicy is the boundary, and their bash could reach
+// whatever their web_fetch can.
+func webFetchGuard(m config.MCPHTTP) (*tools.EgressGuard, error) {
+	for i, h := range m.WebFetchAllowedHosts {
+		if err := config.ParseWebFetchHost(h); err != nil {
+			return nil, fmt.Errorf("gateway.mcp_http.web_fetch_allowed_hosts[%d]: %w", i, err)
+		}
+	}
+	return tools.NewEgressGuard(m.WebFetchAllowedHosts), nil
 }
 
 // ensureWorkspace creates the workspace on first use and refuses one that

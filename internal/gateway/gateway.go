@@ -21,6 +21,7 @@ import (
 	"github.com/garraia/garra/internal/chat"
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/redact"
+	"github.com/garraia/garra/internal/tools"
 )
 
 // MaxBodyBytes caps a POST /mcp body (413 beyond).
@@ -60,6 +61,7 @@ type Gateway struct {
 	sendBudget  *Budget
 	askBudget   *Budget
 	agentBudget *Budget
+	egress      *tools.EgressGuard // web_fetch in local workspaces
 	limiter     *RateLimiter
 	metrics     *metrics
 	audit       *audit.Log
@@ -114,6 +116,10 @@ func New(o Options) (*Gateway, error) {
 	if m.MaxHistoryMessages < 1 {
 		return nil, fmt.Errorf("gateway.mcp_http.max_history_messages: %d must be at least 1", m.MaxHistoryMessages)
 	}
+	egress, err := webFetchGuard(m)
+	if err != nil {
+		return nil, err
+	}
 	red, badPatterns := redact.New(m.RedactPatterns)
 	for _, err := range badPatterns {
 		o.Logger.Warn("redact pattern ignored", "error", err, "fix", "run garra config check")
@@ -127,6 +133,7 @@ func New(o Options) (*Gateway, error) {
 		sendBudget:  NewBudget(SendBudgetPerMinute, time.Minute, o.Now),
 		askBudget:   NewBudget(m.AskBudgetPerMinute, time.Minute, o.Now),
 		agentBudget: NewBudget(m.AgentBudgetPerMinute, time.Minute, o.Now),
+		egress:      egress,
 		limiter:     NewRateLimiter(max(1, cfg.Gateway.RateLimit.RequestsPerMinute), time.Minute, o.Now),
 		audit:       o.Audit,
 		now:         o.Now,
