@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/garraia/garra/internal/config"
-	"github.com/garraia/garra/internal/gateway"
 	"github.com/garraia/garra/test/fakes/llmdouble"
 )
 
@@ -83,11 +81,24 @@ func TestAgentWebFetchEgress(t *testing.T) {
 	}
 }
 
-func TestBadWebFetchAllowedHostFailsNew(t *testing.T) {
-	cfg := config.Default()
-	cfg.Gateway.MCPHTTP.WebFetchAllowedHosts = []string{"ok.internal", "http://bad.internal/"}
-	_, err := gateway.New(gateway.Options{Config: cfg, Getenv: func(string) string { return "" }})
-	if err == nil || !strings.Contains(err.Error(), "gateway.mcp_http.web_fetch_allowed_hosts[1]") {
-		t.Fatalf("New: %v", err)
+func TestBadWebFetchAllowedHostIsSkipped(t *testing.T) {
+	double := llmdouble.New(t)
+	yaml := enabled + "    allow_agent: true\n    agent_max_seconds: 60\n" +
+		"    web_fetch_allowed_hosts: ['http://127.0.0.1/', '127.0.0.1:99999']\n" + twoAgents +
+		"llm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n"
+	h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "k"})
+	logs := h.logs.String()
+	for _, f := range []string{"web_fetch_allowed_hosts[0]", "web_fetch_allowed_hosts[1]"} {
+		if !strings.Contains(logs, "web_fetch allowed host ignored") || !strings.Contains(logs, f) {
+			t.Errorf("no warning naming %s:\n%s", f, logs)
+		}
+	}
+	// Neither entry admits anything: the gateway's own port stays refused.
+	double.SetScript(llmdouble.Step{ToolCalls: []llmdouble.Call{{Name: "web_fetch", Args: `{"url":"` + h.url + `/metrics"}`}}}, llmdouble.Step{Text: "done"})
+	if res, _ := call(t, client(t, h.url, "alpha-token-1234567"), "garra_agent", map[string]any{"message": "x"}); res["ok"] != true {
+		t.Fatalf("agent: %v", res)
+	}
+	if sent := string(double.Requests()[1].RawBody); !strings.Contains(sent, "web_fetch refused: 127.0.0.1 is a loopback address") {
+		t.Errorf("tool result: %s", sent)
 	}
 }

@@ -116,10 +116,6 @@ func New(o Options) (*Gateway, error) {
 	if m.MaxHistoryMessages < 1 {
 		return nil, fmt.Errorf("gateway.mcp_http.max_history_messages: %d must be at least 1", m.MaxHistoryMessages)
 	}
-	egress, err := webFetchGuard(m)
-	if err != nil {
-		return nil, err
-	}
 	red, badPatterns := redact.New(m.RedactPatterns)
 	for _, err := range badPatterns {
 		o.Logger.Warn("redact pattern ignored", "error", err, "fix", "run garra config check")
@@ -137,7 +133,7 @@ func New(o Options) (*Gateway, error) {
 		sendBudget:  NewBudget(SendBudgetPerMinute, time.Minute, o.Now),
 		askBudget:   NewBudget(m.AskBudgetPerMinute, time.Minute, o.Now),
 		agentBudget: NewBudget(m.AgentBudgetPerMinute, time.Minute, o.Now),
-		egress:      egress,
+		egress:      webFetchGuard(m, o.Logger),
 		limiter:     NewRateLimiter(max(1, cfg.Gateway.RateLimit.RequestsPerMinute), time.Minute, o.Now),
 		audit:       o.Audit,
 		now:         o.Now,
