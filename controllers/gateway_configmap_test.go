@@ -134,9 +134,11 @@ func TestRenderConfig(t *testing.T) {
 			},
 		},
 		{
-			name:   "web_fetch allowed host that is a URL",
-			mutate: func(gs *garrav1alpha1.GarraServer) { gs.Spec.Gateway.WebFetchAllowedHosts = []string{"http://intranet/"} },
-			warn:   "gateway.mcp_http.web_fetch_allowed_hosts[0]",
+			name: "web_fetch allowed host that is a URL",
+			mutate: func(gs *garrav1alpha1.GarraServer) {
+				gs.Spec.Gateway.WebFetchAllowedHosts = []string{"http://intranet/"}
+			},
+			warn: "gateway.mcp_http.web_fetch_allowed_hosts[0]",
 		},
 	}
 	for _, tc := range tests {

@@ -74,13 +74,13 @@ func TestDestinationRefusal(t *testing.T) {
 		{"100::1", refusedReserved},
 		{"2001:2::1", refusedBenchmark},
 		{"2001:10::1", refusedReserved},
-		{"::2", refusedReserved},                // IPv4-compatible, deprecated
-		{"1234::1", refusedReserved},            // outside 2000::/3
-		{"::ffff:0:7f00:1", refusedReserved},    // IPv4-translated (SIIT), outside 2000::/3
-		{"2606:4700:4700::1111", ""},            // public
-		{"2a00:1450:4001:80b::200e", ""},        // public
-		{"::ffff:127.0.0.1", refusedLoopback},   // IPv4-mapped
-		{"::ffff:7f00:1", refusedLoopback},      // the same, in hex
+		{"::2", refusedReserved},              // IPv4-compatible, deprecated
+		{"1234::1", refusedReserved},          // outside 2000::/3
+		{"::ffff:0:7f00:1", refusedReserved},  // IPv4-translated (SIIT), outside 2000::/3
+		{"2606:4700:4700::1111", ""},          // public
+		{"2a00:1450:4001:80b::200e", ""},      // public
+		{"::ffff:127.0.0.1", refusedLoopback}, // IPv4-mapped
+		{"::ffff:7f00:1", refusedLoopback},    // the same, in hex
 		{"::ffff:169.254.169.254", refusedLinkLocal},
 		{"::ffff:10.1.2.3", refusedPrivate},
 		{"::ffff:8.8.8.8", ""},
