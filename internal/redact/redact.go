@@ -133,7 +133,7 @@ const maxPasses = 8
 // New and safe for concurrent use. A nil *Redactor behaves like Default().
 type Redactor struct {
 	extra   []operatorRule
-	secrets []string // literal forms of known secrets, longest first (WithSecrets)
+	secrets *secretSet // known secrets (WithSecrets); nil = none
 }
 
 type operatorRule struct {
@@ -267,7 +267,7 @@ func (r *Redactor) collect(s string) []span {
 			}
 		}
 	}
-	found = findSecrets(s, r.secrets, found)
+	found = r.secrets.find(s, found)
 	if len(found) == 0 {
 		return nil
 	}

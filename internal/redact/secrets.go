@@ -39,16 +39,43 @@ func (r *Redactor) WithSecrets(values ...string) *Redactor {
 	if r == nil {
 		r = Default()
 	}
-	out := &Redactor{extra: r.extra, secrets: slices.Clone(r.secrets)}
-	for _, v := range values {
-		out.secrets = appendForms(out.secrets, v)
+	var forms []string
+	if r.secrets != nil {
+		forms = slices.Clone(r.secrets.forms)
 	}
-	slices.SortFunc(out.secrets, func(a, b string) int {
+	for _, v := range values {
+		forms = appendForms(forms, v)
+	}
+	return &Redactor{extra: r.extra, secrets: newSecretSet(forms)}
+}
+
+// secretSet holds the registered forms, longest first, indexed by their
+// first two bytes so that one pass over the text finds the candidates,
+// however many secrets there are.
+type secretSet struct {
+	forms  []string
+	pairs  [1 << 16 / 64]uint64 // bit p: some form starts with the byte pair p
+	byPair map[uint16][]int     // pair -> indexes into forms
+}
+
+func newSecretSet(forms []string) *secretSet {
+	slices.SortFunc(forms, func(a, b string) int {
 		return cmp.Or(len(b)-len(a), strings.Compare(a, b))
 	})
-	out.secrets = slices.Compact(out.secrets)
-	return out
+	forms = slices.Compact(forms)
+	if len(forms) == 0 {
+		return nil
+	}
+	set := &secretSet{forms: forms, byPair: map[uint16][]int{}}
+	for i, f := range forms {
+		p := pairAt(f, 0)
+		set.pairs[p/64] |= 1 << (p % 64)
+		set.byPair[p] = append(set.byPair[p], i)
+	}
+	return set
 }
+
+func pairAt(s string, i int) uint16 { return uint16(s[i])<<8 | uint16(s[i+1]) }
 
 // appendForms appends the forms of v worth looking for.
 func appendForms(dst []string, v string) []string {
@@ -90,20 +117,26 @@ func jsonEscape(v string, html bool) string {
 	return js[1 : len(js)-1]
 }
 
-// findSecrets appends the spans where one of the registered forms occurs.
-func findSecrets(s string, forms []string, out []span) []span {
-	for _, f := range forms {
-		anchor := f[:min(len(f), secretAnchorLen)]
-		for off := 0; off < len(s); {
-			i := strings.Index(s[off:], anchor)
-			if i < 0 {
-				break
+// find appends the spans where one of the registered forms occurs. A nil
+// set finds nothing.
+func (set *secretSet) find(s string, out []span) []span {
+	if set == nil {
+		return out
+	}
+	for a := 0; a+MinSecretLen <= len(s); a++ {
+		p := pairAt(s, a)
+		if set.pairs[p/64]&(1<<(p%64)) == 0 {
+			continue
+		}
+		for _, k := range set.byPair[p] {
+			f := set.forms[k]
+			anchor := f[:min(len(f), secretAnchorLen)]
+			if !strings.HasPrefix(s[a:], anchor) {
+				continue
 			}
-			a := off + i
 			if e, ok := matchBroken(s, a+len(anchor), f[len(anchor):]); ok {
 				out = append(out, span{a, e})
 			}
-			off = a + 1
 		}
 	}
 	return out
