@@ -695,6 +695,14 @@ var _ = Describe("GarraServer", func() {
 		Entry("a redact pattern over 512 characters", func(gs *garrav1alpha1.GarraServer) {
 			gs.Spec.Gateway.RedactPatterns = []string{strings.Repeat("a", 513)}
 		}, "spec.gateway.redactPatterns[0]", "may not be more than 512"),
+		Entry("65 web_fetch allowed hosts", func(gs *garrav1alpha1.GarraServer) {
+			for i := range 65 {
+				gs.Spec.Gateway.WebFetchAllowedHosts = append(gs.Spec.Gateway.WebFetchAllowedHosts, fmt.Sprintf("h%d.internal", i))
+			}
+		}, "spec.gateway.webFetchAllowedHosts", "must have at most 64 items"),
+		Entry("an empty web_fetch allowed host", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Gateway.WebFetchAllowedHosts = []string{"ok.internal", ""}
+		}, "spec.gateway.webFetchAllowedHosts[1]", "at least 1"),
 		Entry("a chat id that is not a number", func(gs *garrav1alpha1.GarraServer) {
 			gs.Spec.Channels = &garrav1alpha1.ChannelsSpec{Telegram: &garrav1alpha1.TelegramSpec{ProactiveChatIDs: []string{"12a"}}}
 		}, "spec.channels.telegram.proactiveChatIDs[0]", "should match"),

@@ -42,6 +42,7 @@ func RenderConfig(gs *garrav1alpha1.GarraServer) *config.Config {
 				AgentBudgetPerMinute: int(g.AgentBudgetPerMinute),
 				AgentMaxSeconds:      int(g.AgentMaxSeconds),
 				RedactPatterns:       g.RedactPatterns,
+				WebFetchAllowedHosts: g.WebFetchAllowedHosts,
 			},
 		},
 	}

@@ -122,6 +122,24 @@ func TestRenderConfig(t *testing.T) {
 			mutate: func(gs *garrav1alpha1.GarraServer) { gs.Spec.Gateway.RedactPatterns = []string{"("} },
 			warn:   "gateway.mcp_http.redact_patterns",
 		},
+		{
+			name: "web_fetch allowed hosts",
+			mutate: func(gs *garrav1alpha1.GarraServer) {
+				gs.Spec.Gateway.WebFetchAllowedHosts = []string{"metrics-exporter.monitoring.svc:9100", "10.0.0.5"}
+			},
+			check: func(t *testing.T, c *config.Config) {
+				if got := c.Gateway.MCPHTTP.WebFetchAllowedHosts; !slices.Equal(got, []string{"metrics-exporter.monitoring.svc:9100", "10.0.0.5"}) {
+					t.Errorf("web_fetch_allowed_hosts = %v", got)
+				}
+			},
+		},
+		{
+			name: "web_fetch allowed host that is a URL",
+			mutate: func(gs *garrav1alpha1.GarraServer) {
+				gs.Spec.Gateway.WebFetchAllowedHosts = []string{"http://intranet/"}
+			},
+			warn: "gateway.mcp_http.web_fetch_allowed_hosts[0]",
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -203,6 +203,21 @@ type GatewaySpec struct {
 	// +optional
 	RedactPatterns []string `json:"redactPatterns,omitempty"`
 
+	// WebFetchAllowedHosts are hosts (a name or IP, any port) or host:port
+	// pairs that web_fetch may reach from the gateway even though they
+	// resolve to a loopback, private or link-local address
+	// (gateway.mcp_http.web_fetch_allowed_hosts). It applies to agent runs
+	// whose tools run in the gateway (the owner's); orchestrators' sandbox
+	// pods are governed by their NetworkPolicy. An entry that is not a host
+	// or host:port is ignored by the gateway and reported as a Warning
+	// event.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=261
+	// +optional
+	WebFetchAllowedHosts []string `json:"webFetchAllowedHosts,omitempty"`
+
 	// RateLimitPerMinute is the per-IP request limit (gateway.rate_limit).
 	// +kubebuilder:default=120
 	// +kubebuilder:validation:Minimum=1

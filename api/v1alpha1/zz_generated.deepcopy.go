@@ -164,6 +164,11 @@ func (in *GatewaySpec) DeepCopyInto(out *GatewaySpec) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.WebFetchAllowedHosts != nil {
+		in, out := &in.WebFetchAllowedHosts, &out.WebFetchAllowedHosts
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	in.Storage.DeepCopyInto(&out.Storage)
 	in.Resources.DeepCopyInto(&out.Resources)
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/garraia/garra/internal/audit"
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/mcpstdio"
-	"github.com/garraia/garra/internal/redact"
 )
 
 func newMCPServerCommand(o *rootOptions) *cobra.Command {
@@ -44,7 +43,7 @@ Operator limits, read once at start:
 			if err != nil {
 				return err
 			}
-			red, badPatterns := redact.New(cfg.Gateway.MCPHTTP.RedactPatterns)
+			red, badPatterns := processRedactor(cfg, o.getenv)
 			log := newLogger(stderr, red)
 			for _, e := range badPatterns {
 				log.Warn("redact pattern ignored", "error", e)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 
 	"github.com/spf13/cobra"
 
@@ -38,14 +37,9 @@ accepting and lets in-flight calls finish for up to 25 s.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			token := o.getenv(sandbox.TokenEnv)
-			// The built-in rules plus the token itself, belt and braces:
-			// nothing logs it.
-			var extra []string
-			if token != "" {
-				extra = append(extra, regexp.QuoteMeta(token))
-			}
-			red, _ := redact.New(extra)
-			log := newLogger(cmd.ErrOrStderr(), red)
+			// The built-in rules plus the token itself, by value, belt and
+			// braces: nothing logs it.
+			log := newLogger(cmd.ErrOrStderr(), redact.Default().WithSecrets(token))
 			srv, err := sandbox.New(sandbox.Options{
 				Workspace: workspace,
 				Token:     token,

@@ -78,6 +78,7 @@ func (c *Config) Check(getenv func(string) string) []Problem {
 	for _, err := range redactErrs {
 		add("gateway.mcp_http.redact_patterns", "%v (ignored)", err)
 	}
+	ps = append(ps, checkWebFetchAllowedHosts(m.WebFetchAllowedHosts)...)
 	for i, id := range c.Channels.Telegram.ProactiveChatIDs {
 		if _, err := strconv.ParseInt(id, 10, 64); err != nil {
 			add(fmt.Sprintf("channels.telegram.proactive_chat_ids[%d]", i), "%q is not a Telegram chat id (a 64-bit integer)", id)

@@ -136,6 +136,10 @@ type MCPHTTP struct {
 	AgentMaxSeconds      int            `json:"agent_max_seconds,omitempty"`
 	RedactPatterns       []string       `json:"redact_patterns,omitempty"`
 	Orchestrators        []Orchestrator `json:"orchestrators,omitempty"`
+	// WebFetchAllowedHosts are hosts (or host:port) the gateway's local
+	// web_fetch may reach even though they resolve to a loopback, private
+	// or link-local address; every other such destination is refused.
+	WebFetchAllowedHosts []string `json:"web_fetch_allowed_hosts,omitempty"`
 }
 
 // Orchestrator is one external caller of the gateway.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/garraia/garra/internal/agent"
 	"github.com/garraia/garra/internal/ask"
+	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/jail"
 	"github.com/garraia/garra/internal/tools"
 )
@@ -88,8 +90,29 @@ func (g *Gateway) executorFor(c Caller) (tools.Executor, func(), error) {
 	case tools.BashContainer:
 		bash = tools.NewContainerRunner(exposure.Backend, g.cfg.Agent.Sandbox.Image)
 	}
-	local := tools.NewLocal(tools.LocalOptions{Jail: j, WorkingDir: dir, Bash: bash, BraveAPIKey: g.cfg.LLM.Brave.APIKey})
+	local := tools.NewLocal(tools.LocalOptions{Jail: j, WorkingDir: dir, Bash: bash, BraveAPIKey: g.cfg.LLM.Brave.APIKey, Egress: g.egress})
 	return local, func() { _ = j.Close() }, nil
+}
+
+// webFetchGuard is the egress guard of web_fetch in local workspaces: the
+// gateway shares its host with its own /metrics and, in a cluster, with the
+// metadata endpoint and every Service, so only public addresses and the
+// operator's web_fetch_allowed_hosts are reachable. An entry that does not
+// parse is skipped with a warning, like a bad redact pattern: it admits
+// nothing, and config check names it. Sandbox pods are not covered: their
+// NetworkPolicy is the boundary, and their bash reaches whatever their
+// web_fetch could.
+func webFetchGuard(m config.MCPHTTP, log *slog.Logger) *tools.EgressGuard {
+	var hosts []string
+	for i, h := range m.WebFetchAllowedHosts {
+		if err := config.ParseWebFetchHost(h); err != nil {
+			log.Warn("web_fetch allowed host ignored", "field", fmt.Sprintf("gateway.mcp_http.web_fetch_allowed_hosts[%d]", i),
+				"error", err, "fix", "run garra config check")
+			continue
+		}
+		hosts = append(hosts, h)
+	}
+	return tools.NewEgressGuard(hosts)
 }
 
 // ensureWorkspace creates the workspace on first use and refuses one that

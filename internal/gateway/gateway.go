@@ -21,6 +21,7 @@ import (
 	"github.com/garraia/garra/internal/chat"
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/redact"
+	"github.com/garraia/garra/internal/tools"
 )
 
 // MaxBodyBytes caps a POST /mcp body (413 beyond).
@@ -55,11 +56,12 @@ type Gateway struct {
 	creds       []credential
 	servers     map[string]*mcp.Server // by caller name
 	askCore     *ask.Core
-	red         *redact.Redactor // built-ins + redact_patterns
-	builtinRed  *redact.Redactor // built-ins only (history, ask success)
+	red         *redact.Redactor // built-ins + redact_patterns + secret values
+	builtinRed  *redact.Redactor // built-ins + secret values (history, ask success)
 	sendBudget  *Budget
 	askBudget   *Budget
 	agentBudget *Budget
+	egress      *tools.EgressGuard // web_fetch in local workspaces
 	limiter     *RateLimiter
 	metrics     *metrics
 	audit       *audit.Log
@@ -118,15 +120,20 @@ func New(o Options) (*Gateway, error) {
 	for _, err := range badPatterns {
 		o.Logger.Warn("redact pattern ignored", "error", err, "fix", "run garra config check")
 	}
+	// Every key and token this process holds is redacted by value too,
+	// whatever its shape: in answers, errors, history and summaries.
+	secrets := cfg.SecretValues(o.Getenv)
+	red = red.WithSecrets(secrets...)
 	g := &Gateway{
 		cfg: cfg, getenv: o.Getenv, log: o.Logger, version: o.Version,
 		store: o.Store, sender: o.Sender,
 		switches:    SwitchesFrom(cfg),
 		red:         red,
-		builtinRed:  redact.Default(),
+		builtinRed:  redact.Default().WithSecrets(secrets...),
 		sendBudget:  NewBudget(SendBudgetPerMinute, time.Minute, o.Now),
 		askBudget:   NewBudget(m.AskBudgetPerMinute, time.Minute, o.Now),
 		agentBudget: NewBudget(m.AgentBudgetPerMinute, time.Minute, o.Now),
+		egress:      webFetchGuard(m, o.Logger),
 		limiter:     NewRateLimiter(max(1, cfg.Gateway.RateLimit.RequestsPerMinute), time.Minute, o.Now),
 		audit:       o.Audit,
 		now:         o.Now,
