@@ -140,11 +140,13 @@ type MCPHTTP struct {
 
 // Orchestrator is one external caller of the gateway.
 type Orchestrator struct {
-	Name    string               `json:"name"`
-	KeyEnv  string               `json:"key_env"`
-	Tools   []string             `json:"tools,omitempty"`
-	Chats   []string             `json:"chats,omitempty"`
-	Sandbox *OrchestratorSandbox `json:"sandbox,omitempty"`
+	Name   string   `json:"name"`
+	KeyEnv string   `json:"key_env"`
+	Tools  []string `json:"tools,omitempty"`
+	// DenyTools are refused even when Tools lists them: deny wins.
+	DenyTools []string             `json:"deny_tools,omitempty"`
+	Chats     []string             `json:"chats,omitempty"`
+	Sandbox   *OrchestratorSandbox `json:"sandbox,omitempty"`
 }
 
 // OrchestratorSandbox points at the orchestrator's own `garra sandbox` pod.

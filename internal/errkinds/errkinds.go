@@ -65,6 +65,8 @@ var Kinds = []Kind{
 
 	{"tool_not_allowed", "gateway.KindToolNotAllowed", "every envelope (http); audit",
 		"The caller's `tools` list does not grant this tool (the owner never has garra_agent). Also the audit kind of a resource read the caller's tools do not allow."},
+	{"tool_denied", "gateway.KindToolDenied", "every envelope (http); audit",
+		"The orchestrator's `deny_tools` lists this tool. Deny wins over its `tools` list; remove the entry to allow it."},
 	{"send_disabled", "gateway.KindSendDisabled", "garra.mcp.v1 (http)",
 		"gateway.mcp_http.allow_send is false."},
 	{"no_allowlist", "gateway.KindNoAllowlist", "garra.mcp.v1 (http)",
