@@ -87,6 +87,8 @@ type Alias struct {
 // Brave holds the web_search key. Prefer BRAVE_API_KEY in the environment.
 type Brave struct {
 	APIKey string `json:"api_key,omitempty"`
+	// BaseURL overrides the Brave Search API endpoint (a proxy, a test double).
+	BaseURL string `json:"base_url,omitempty"`
 }
 
 // Execution says where the process runs, which decides whether bash exists.
