@@ -164,19 +164,22 @@ func (g *Gateway) refuse(tool, kind string) (*mcp.CallToolResult, callInfo) {
 
 var okInfo = callInfo{outcome: "ok"}
 
-func (g *Gateway) callStatus(ctx context.Context, _ Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
+func (g *Gateway) callStatus(ctx context.Context, c Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
 	if err := strictargs.Decode(raw, &noArgs{}); err != nil {
 		return nil, callInfo{}, err
 	}
-	return okResult(ToolStatus, g.statusData(ctx)), okInfo, nil
+	return okResult(ToolStatus, g.statusData(ctx, c)), okInfo, nil
 }
 
-// statusData is garra_status's data (and garra://status's).
-func (g *Gateway) statusData(ctx context.Context) map[string]any {
+// statusData is garra_status's data (and garra://status's) for c. The
+// conversation count is of those in c's chat scope: an orchestrator learns
+// nothing, not even how many, about conversations it may not see.
+func (g *Gateway) statusData(ctx context.Context, c Caller) map[string]any {
 	convs, err := g.store.Conversations(ctx, "")
 	if err != nil {
 		g.log.Error("conversation store", "error", err)
 	}
+	convs = slices.DeleteFunc(convs, func(cv chat.Conversation) bool { return !ChatInScope(c, cv.ID) })
 	channels := []map[string]any{}
 	for _, ch := range []string{chat.ChannelTelegram, chat.ChannelWeb} {
 		channels = append(channels, map[string]any{"name": ch, "online": ch == chat.ChannelWeb || g.sender.Online(ch)})
