@@ -75,6 +75,9 @@ type Record struct {
 	Provider string
 	Model    string
 	Latency  time.Duration
+	// KindOnly writes a failure as its kind alone: no provider, model or
+	// latency_ms (a failed garra_ask over HTTP).
+	KindOnly bool
 }
 
 // line is the wire form of a Record, in the documented field order.
@@ -89,7 +92,7 @@ type line struct {
 	Error     *lineError `json:"error,omitempty"`
 	Provider  string     `json:"provider,omitempty"`
 	Model     string     `json:"model,omitempty"`
-	LatencyMS int64      `json:"latency_ms"`
+	LatencyMS *int64     `json:"latency_ms,omitempty"`
 }
 
 type lineError struct {
@@ -191,7 +194,12 @@ func (l *Log) write(r Record) error {
 		Outcome:   r.Outcome,
 		Provider:  r.Provider,
 		Model:     r.Model,
-		LatencyMS: r.Latency.Milliseconds(),
+	}
+	if r.KindOnly {
+		ln.Provider, ln.Model = "", ""
+	} else {
+		ms := r.Latency.Milliseconds()
+		ln.LatencyMS = &ms
 	}
 	if r.Target != "" {
 		ln.Target = pseudonym(l.key, r.Target)

@@ -113,14 +113,29 @@ func (g *Gateway) dispatch(ctx context.Context, c Caller, tool string, args json
 	}
 	d := g.now().Sub(start)
 	g.metrics.observe(tool, info.outcome, info.kind, d)
-	g.log.Info("mcp call", "caller", c.Name, "tool", tool, "outcome", info.outcome, "error_kind", info.kind,
-		"provider", info.provider, "model", info.model, "latency_ms", d.Milliseconds())
-	g.audit.Record(audit.Record{Surface: audit.SurfaceHTTP, Caller: c.Name, Tool: tool, Target: auditTarget(tool, args),
-		Outcome: info.outcome, Kind: info.kind, Provider: info.provider, Model: info.model, Latency: d})
+	rec := audit.Record{Surface: audit.SurfaceHTTP, Caller: c.Name, Tool: tool, Target: auditTarget(tool, args),
+		Outcome: info.outcome, Kind: info.kind}
+	attrs := []any{"caller", c.Name, "tool", tool, "outcome", info.outcome, "error_kind", info.kind}
+	if kindOnly(tool, info) {
+		rec.KindOnly = true
+	} else {
+		rec.Provider, rec.Model, rec.Latency = info.provider, info.model, d
+		attrs = append(attrs, "provider", info.provider, "model", info.model, "latency_ms", d.Milliseconds())
+	}
+	g.log.Info("mcp call", attrs...)
+	g.audit.Record(rec)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 	}
 	return res, nil
+}
+
+// kindOnly reports whether the log and audit lines of a call carry its
+// kind alone: a garra_ask that did not succeed (refused, invalid, failed)
+// logs neither provider nor model nor latency, so its lines say no more
+// about the request than the stable kind does.
+func kindOnly(tool string, info callInfo) bool {
+	return tool == ToolAsk && info.outcome != audit.OutcomeOK
 }
 
 // auditTarget is the conversation a call touches, for the audit file (which
