@@ -75,6 +75,9 @@ type Record struct {
 	Provider string
 	Model    string
 	Latency  time.Duration
+	// DryRun marks a call that was checked and not carried out (a
+	// garra_send_message dry run), so an "ok" is not read as a send.
+	DryRun bool
 	// KindOnly writes a failure as its kind alone: no provider, model or
 	// latency_ms (a failed garra_ask over HTTP).
 	KindOnly bool
@@ -89,6 +92,7 @@ type line struct {
 	Resource  string     `json:"resource,omitempty"`
 	Target    string     `json:"target,omitempty"`
 	Outcome   string     `json:"outcome"`
+	DryRun    bool       `json:"dry_run,omitempty"`
 	Error     *lineError `json:"error,omitempty"`
 	Provider  string     `json:"provider,omitempty"`
 	Model     string     `json:"model,omitempty"`
@@ -192,6 +196,7 @@ func (l *Log) write(r Record) error {
 		Tool:      r.Tool,
 		Resource:  r.Resource,
 		Outcome:   r.Outcome,
+		DryRun:    r.DryRun,
 		Provider:  r.Provider,
 		Model:     r.Model,
 	}

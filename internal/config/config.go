@@ -100,6 +100,9 @@ type Execution struct {
 type Agent struct {
 	FileRoots []string `json:"file_roots,omitempty"`
 	Sandbox   Sandbox  `json:"sandbox"`
+	// FileWriteBackup makes file_write keep the replaced file as
+	// <path>.bak. Off by default: the workspace is usually under git.
+	FileWriteBackup bool `json:"file_write_backup,omitempty"`
 }
 
 // Sandbox configures the container bash runs in on the standard profile.

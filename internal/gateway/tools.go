@@ -92,6 +92,7 @@ type callInfo struct {
 	kind     string
 	provider string
 	model    string
+	dryRun   bool // a garra_send_message dry run: checked, not sent
 }
 
 // dispatch runs the pre-argument policy, the handler, and the audit line.
@@ -114,8 +115,11 @@ func (g *Gateway) dispatch(ctx context.Context, c Caller, tool string, args json
 	d := g.now().Sub(start)
 	g.metrics.observe(tool, info.outcome, info.kind, d)
 	rec := audit.Record{Surface: audit.SurfaceHTTP, Caller: c.Name, Tool: tool, Target: auditTarget(tool, args),
-		Outcome: info.outcome, Kind: info.kind}
+		Outcome: info.outcome, Kind: info.kind, DryRun: info.dryRun}
 	attrs := []any{"caller", c.Name, "tool", tool, "outcome", info.outcome, "error_kind", info.kind}
+	if info.dryRun {
+		attrs = append(attrs, "dry_run", true)
+	}
 	if kindOnly(tool, info) {
 		rec.KindOnly = true
 	} else {
@@ -334,10 +338,20 @@ func (g *Gateway) callSend(ctx context.Context, c Caller, raw json.RawMessage) (
 	if !g.sender.Online(channel) {
 		return refuse(KindChannelOffline)
 	}
+	chatID, text := strings.TrimSpace(*a.ChatID), g.red.String(*a.Text)
+	if deref(a.DryRun) {
+		// Every check above ran; nothing is sent and the budget is only
+		// read. Echoing the destination is safe here: it is approved and
+		// in the caller's scope, and the caller named it.
+		return okResult(ToolSendMessage, map[string]any{
+			"dry_run": true, "delivered": false, "channel": channel, "chat_id": chatID,
+			"chat": chat.ConvID(channel, chatID), "text": text, "send_budget_remaining": g.sendBudget.Remaining(),
+		}), callInfo{outcome: audit.OutcomeOK, dryRun: true}, nil
+	}
 	if !g.sendBudget.Take() {
 		return refuse(KindRateLimited)
 	}
-	if err := g.sender.Send(ctx, channel, strings.TrimSpace(*a.ChatID), g.red.String(*a.Text)); err != nil {
+	if err := g.sender.Send(ctx, channel, chatID, text); err != nil {
 		// The channel's own text stays in the log.
 		g.log.Warn("send failed", "caller", c.Name, "channel", channel, "error", err)
 		return refuse(KindDeliveryFailed)
