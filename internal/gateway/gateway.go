@@ -176,7 +176,8 @@ func (g *Gateway) Handler() http.Handler {
 
 // mcpHandler stacks the layers in the spec's places: rate limit and origin
 // guard (inherited router layers), Host validation, the api-key gate, the
-// Accept rule, then the SDK's stateless JSON transport (415, 413).
+// rest of a batch's charge against the rate limit, the Accept rule, then
+// the SDK's stateless JSON transport (415, 413).
 func (g *Gateway) mcpHandler() http.Handler {
 	sdk := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		c, ok := callerFrom(r.Context())
@@ -196,6 +197,7 @@ func (g *Gateway) mcpHandler() http.Handler {
 	refused := g.refusedHTTP
 	var h http.Handler = sdk
 	h = acceptGuard(refused, h)
+	h = g.limiter.batchCharge(refused, h)
 	h = requireBearer(g.creds, refused, h)
 	h = hostGuard(g.cfg.Gateway.AllowedHosts, refused, h)
 	h = originGuard(refused, h)

@@ -248,3 +248,40 @@ func TestWorkspaceDir(t *testing.T) {
 		t.Fatal("the caller's name must not appear in the path")
 	}
 }
+
+func TestBudgetTakeNIsAllOrNothing(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	b := NewBudget(5, time.Minute, clock.now)
+	if !b.TakeN(3) || b.Remaining() != 2 {
+		t.Fatalf("TakeN(3): remaining %d", b.Remaining())
+	}
+	if b.TakeN(3) || b.Remaining() != 2 {
+		t.Fatalf("a TakeN that does not fit took something: remaining %d", b.Remaining())
+	}
+	if !b.TakeN(2) || b.TakeN(1) || !b.TakeN(0) || b.TakeN(-1) {
+		t.Fatal("TakeN at the edge")
+	}
+	clock.advance(time.Minute)
+	if !b.TakeN(5) {
+		t.Fatal("the window slid; 5 must fit")
+	}
+}
+
+func TestBatchLen(t *testing.T) {
+	for _, tt := range []struct {
+		body string
+		want int
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, 1},
+		{` [ {"id":1}, {"id":2}, {"method":"notifications/initialized"} ]`, 3},
+		{"\n\t[{}]", 1},
+		{`[]`, 1},
+		{`[{"id":1},`, 1}, // malformed: the SDK answers 400
+		{`not json`, 1},
+		{``, 1},
+	} {
+		if got := batchLen([]byte(tt.body)); got != tt.want {
+			t.Errorf("batchLen(%q) = %d, want %d", tt.body, got, tt.want)
+		}
+	}
+}
