@@ -67,6 +67,7 @@ type Gateway struct {
 	started     time.Time
 	mounted     bool
 	sdkLog      *slog.Logger
+	reqCtx      *requestContexts
 }
 
 // warnOnly passes records of level warn and above.
@@ -129,6 +130,7 @@ func New(o Options) (*Gateway, error) {
 		agentBudget: NewBudget(m.AgentBudgetPerMinute, time.Minute, o.Now),
 		limiter:     NewRateLimiter(max(1, cfg.Gateway.RateLimit.RequestsPerMinute), time.Minute, o.Now),
 		audit:       o.Audit,
+		reqCtx:      newRequestContexts(),
 		now:         o.Now,
 		started:     o.Now(),
 	}
@@ -193,9 +195,12 @@ func (g *Gateway) mcpHandler() http.Handler {
 		// allowed_hosts, which the SDK's loopback-only check cannot.
 		DisableLocalhostProtection: true,
 		Logger:                     g.sdkLog,
+		// A client that goes away cancels its call (2026-07-28; older
+		// versions through g.reqCtx).
+		PropagateRequestCancellation: true,
 	})
 	refused := g.refusedHTTP
-	var h http.Handler = sdk
+	var h http.Handler = g.reqCtx.bind(sdk)
 	h = acceptGuard(refused, h)
 	h = g.limiter.batchCharge(refused, h)
 	h = requireBearer(g.creds, refused, h)

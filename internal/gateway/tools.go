@@ -67,6 +67,8 @@ func (g *Gateway) newMCPServer(c Caller) *mcp.Server {
 	for _, name := range AllTools {
 		h := handlers[name]
 		s.AddTool(descs[name], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			ctx, cancel := g.reqCtx.callContext(ctx, req)
+			defer cancel()
 			return g.dispatch(ctx, c, name, req.Params.Arguments, h)
 		})
 	}
