@@ -153,6 +153,7 @@ func New(o Options) (*Gateway, error) {
 		for _, c := range g.creds {
 			g.servers[c.caller.Name] = g.newMCPServer(c.caller)
 		}
+		g.materializeWorkspaces()
 		host := "so loopback"
 		if len(cfg.Gateway.AllowedHosts) > 0 {
 			host = fmt.Sprintf("loopback + %d allowed_hosts", len(cfg.Gateway.AllowedHosts))
