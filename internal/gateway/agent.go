@@ -56,9 +56,11 @@ func (g *Gateway) runAgent(ctx context.Context, c Caller, req ask.Request, timeo
 	return env
 }
 
-// executorFor picks where c's agent tools run. It fails closed: no token
-// for the sandbox is an executor error; a local workspace that is not
-// materialized gets the refusing executor (see localExecutor).
+// executorFor picks where c's agent tools run: in its sandbox pod (plus
+// web_search served here when the gateway holds a Brave key), or in its
+// local workspace. It fails closed: no token for the sandbox is an
+// executor error; a local workspace that is not materialized gets the
+// refusing executor (see localExecutor).
 func (g *Gateway) executorFor(c Caller) (tools.Executor, func(), error) {
 	noop := func() {}
 	if c.Sandbox != nil && c.Sandbox.URL != "" {
@@ -69,7 +71,15 @@ func (g *Gateway) executorFor(c Caller) (tools.Executor, func(), error) {
 		if token == "" {
 			return nil, noop, fmt.Errorf("sandbox token variable %s is not set", c.Sandbox.TokenEnv)
 		}
-		return tools.NewRemote(tools.RemoteOptions{URL: c.Sandbox.URL, Token: token}), noop, nil
+		remote := tools.NewRemote(tools.RemoteOptions{URL: c.Sandbox.URL, Token: token})
+		if key := g.cfg.LLM.Brave.APIKey; key != "" {
+			composed, err := newWithWebSearch(remote, key, g.cfg.LLM.Brave.BaseURL)
+			if err != nil {
+				return nil, noop, err
+			}
+			return composed, noop, nil
+		}
+		return remote, noop, nil
 	}
 	dir := WorkspaceDir(g.cfg.DataDirPath(), c.Name)
 	j, err := openWorkspace(dir)
@@ -100,7 +110,8 @@ func (g *Gateway) localExecutor(j *jail.Jail, dir string) tools.Executor {
 	case exposure.Where == tools.BashContainer:
 		bash = tools.NewContainerRunner(exposure.Backend, g.cfg.Agent.Sandbox.Image)
 	}
-	return tools.NewLocal(tools.LocalOptions{Jail: j, WorkingDir: dir, Bash: bash, BraveAPIKey: g.cfg.LLM.Brave.APIKey})
+	return tools.NewLocal(tools.LocalOptions{Jail: j, WorkingDir: dir, Bash: bash,
+		BraveAPIKey: g.cfg.LLM.Brave.APIKey, BraveBaseURL: g.cfg.LLM.Brave.BaseURL})
 }
 
 // ErrWorkspaceUnavailable is what bash answers for an orchestrator whose

@@ -131,22 +131,7 @@ func TestClientDisconnectKillsTheSandboxCommand(t *testing.T) {
 	if _, err := os.Stat("/proc/self/cmdline"); err != nil {
 		t.Skip("needs /proc to find the command")
 	}
-	const sbxToken = "sandbox-token-0123456789abcdef"
-	ws := t.TempDir()
-	sbxLogs := &testlog.Buffer{}
-	srv, err := sandbox.New(sandbox.Options{Workspace: ws, Token: sbxToken, Logger: slog.New(slog.NewTextHandler(sbxLogs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() { stop(); <-served })
+	sbxURL, sbxLogs, _ := startSandbox(t)
 
 	// A duration no other process on the machine uses.
 	marker := "29." + strconv.Itoa(os.Getpid()%1000+100)
@@ -158,9 +143,9 @@ func TestClientDisconnectKillsTheSandboxCommand(t *testing.T) {
       - name: alpha
         key_env: ALPHA_KEY
         tools: [agent]
-        sandbox: {url: "http://` + ln.Addr().String() + `/mcp", token_env: SBX_TOKEN}
+        sandbox: {url: "` + sbxURL + `", token_env: SBX_TOKEN}
 ` + "llm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n"
-	h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "k", "SBX_TOKEN": sbxToken})
+	h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "k", "SBX_TOKEN": sandboxToken})
 	hangUp := startCall(t, h.url, "alpha-token-1234567")
 
 	deadline := time.Now().Add(10 * time.Second)
@@ -188,6 +173,30 @@ func TestClientDisconnectKillsTheSandboxCommand(t *testing.T) {
 	if n := len(double.Requests()); n != 1 {
 		t.Fatalf("the model was asked %d times; the cancelled run must not continue", n)
 	}
+}
+
+const sandboxToken = "sandbox-token-0123456789abcdef"
+
+// startSandbox serves a real `garra sandbox` on 127.0.0.1 over a temp
+// workspace: its MCP URL, its log and the workspace.
+func startSandbox(t *testing.T) (url string, logs *testlog.Buffer, workspace string) {
+	t.Helper()
+	workspace = t.TempDir()
+	logs = &testlog.Buffer{}
+	srv, err := sandbox.New(sandbox.Options{Workspace: workspace, Token: sandboxToken, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() { stop(); <-served })
+	return "http://" + ln.Addr().String() + "/mcp", logs, workspace
 }
 
 // sleeping reports whether a process runs `sleep <marker>`.
