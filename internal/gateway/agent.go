@@ -111,7 +111,8 @@ func (g *Gateway) localExecutor(j *jail.Jail, dir string) tools.Executor {
 		bash = tools.NewContainerRunner(exposure.Backend, g.cfg.Agent.Sandbox.Image)
 	}
 	return tools.NewLocal(tools.LocalOptions{Jail: j, WorkingDir: dir, Bash: bash,
-		BraveAPIKey: g.cfg.LLM.Brave.APIKey, BraveBaseURL: g.cfg.LLM.Brave.BaseURL})
+		BraveAPIKey: g.cfg.LLM.Brave.APIKey, BraveBaseURL: g.cfg.LLM.Brave.BaseURL,
+		FileWriteBackup: g.cfg.Agent.FileWriteBackup})
 }
 
 // ErrWorkspaceUnavailable is what bash answers for an orchestrator whose

@@ -180,3 +180,26 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// agent.file_write_backup keeps the replaced file as <path>.bak in the
+// orchestrator's workspace.
+func TestAgentFileWriteBackup(t *testing.T) {
+	double := llmdouble.New(t,
+		llmdouble.Step{ToolCalls: []llmdouble.Call{
+			{Name: "file_write", Args: `{"path":"plan.md","content":"v1"}`},
+			{Name: "file_write", Args: `{"path":"plan.md","content":"v2"}`},
+		}},
+		llmdouble.Step{Text: "rewrote it"})
+	yaml := enabled + "    allow_agent: true\n    agent_max_seconds: 60\n" + twoAgents +
+		"agent: {file_write_backup: true}\nllm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n"
+	h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "k"})
+	if res, _ := call(t, client(t, h.url, "alpha-token-1234567"), "garra_agent", map[string]any{"message": "x"}); res["ok"] != true {
+		t.Fatalf("run: %v", res)
+	}
+	dir := gateway.WorkspaceDir(h.cfg.DataDirPath(), "alpha")
+	cur, err1 := os.ReadFile(filepath.Join(dir, "plan.md"))
+	bak, err2 := os.ReadFile(filepath.Join(dir, "plan.md.bak"))
+	if err1 != nil || err2 != nil || string(cur) != "v2" || string(bak) != "v1" {
+		t.Fatalf("plan.md %q (%v), plan.md.bak %q (%v)", cur, err1, bak, err2)
+	}
+}
