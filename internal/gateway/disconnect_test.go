@@ -31,7 +31,7 @@ const disconnectBound = 3 * time.Second
 func hangingLLM(t *testing.T) (url string, arrived, aborted chan time.Time) {
 	t.Helper()
 	arrived, aborted = make(chan time.Time, 4), make(chan time.Time, 4)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		// net/http notices a closed connection only once the body is read.
 		_, _ = io.Copy(io.Discard, r.Body)
 		arrived <- time.Now()

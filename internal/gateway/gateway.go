@@ -201,7 +201,7 @@ func (g *Gateway) mcpHandler() http.Handler {
 		PropagateRequestCancellation: true,
 	})
 	refused := g.refusedHTTP
-	var h http.Handler = g.reqCtx.bind(sdk)
+	h := g.reqCtx.bind(sdk)
 	h = acceptGuard(refused, h)
 	h = g.limiter.batchCharge(refused, h)
 	h = requireBearer(g.creds, refused, h)
