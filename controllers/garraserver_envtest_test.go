@@ -668,6 +668,16 @@ var _ = Describe("GarraServer", func() {
 		},
 		Entry("bad orchestrator name", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Orchestrators[0].Name = "Bad_Name" },
 			"spec.orchestrators[0].name", "should match"),
+		Entry("an orchestrator named owner", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Orchestrators[0].Name = "owner" },
+			"spec.orchestrators[0].name", "owner is reserved by the gateway"),
+		Entry("an unknown tool in denyTools", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Orchestrators[0].DenyTools = []garrav1alpha1.Tool{"shell"}
+		}, "spec.orchestrators[0].denyTools[0]", `Unsupported value: "shell"`),
+		Entry("a web search base URL that is not http(s)", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Gateway.WebSearch = &garrav1alpha1.WebSearchSpec{
+				APIKeySecretRef: garrav1alpha1.SecretKeySelector{Name: "brave", Key: "key"}, BaseURL: "ftp://x",
+			}
+		}, "spec.gateway.webSearch.baseURL", "http or https"),
 		Entry("orchestrator name over 40 characters", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Orchestrators[0].Name = strings.Repeat("a", 41) },
 			"spec.orchestrators[0].name", "may not be more than 40"),
 		Entry("duplicate orchestrator", func(gs *garrav1alpha1.GarraServer) {

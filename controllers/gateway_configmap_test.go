@@ -113,6 +113,27 @@ func TestRenderConfig(t *testing.T) {
 			},
 		},
 		{
+			name: "deny tools and web search",
+			mutate: func(gs *garrav1alpha1.GarraServer) {
+				gs.Spec.Orchestrators[0].DenyTools = []garrav1alpha1.Tool{garrav1alpha1.ToolAgent}
+				gs.Spec.Gateway.WebSearch = &garrav1alpha1.WebSearchSpec{
+					APIKeySecretRef: garrav1alpha1.SecretKeySelector{Name: "brave", Key: "key"},
+					BaseURL:         "http://brave-proxy:8080",
+				}
+			},
+			check: func(t *testing.T, c *config.Config) {
+				if b := c.Gateway.MCPHTTP.Orchestrators[0]; !slices.Equal(b.DenyTools, []string{"agent"}) || !slices.Equal(b.Tools, []string{"status", "agent"}) {
+					t.Errorf("badgood tools %v deny_tools %v", b.Tools, b.DenyTools)
+				}
+				if n := c.Gateway.MCPHTTP.Orchestrators[1]; n.DenyTools != nil {
+					t.Errorf("n8n-prod deny_tools %v", n.DenyTools)
+				}
+				if c.LLM.Brave.APIKey != "" || c.LLM.Brave.BaseURL != "http://brave-proxy:8080" {
+					t.Errorf("brave = %+v (the key must not be in the file)", c.LLM.Brave)
+				}
+			},
+		},
+		{
 			name:   "agent listed while allowAgent is off",
 			mutate: func(gs *garrav1alpha1.GarraServer) { gs.Spec.Gateway.AllowAgent = false },
 			warn:   "lists agent but gateway.mcp_http.allow_agent is false",

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
+	"github.com/garraia/garra/internal/config"
 )
 
 // GeneratedBytes is the entropy of every generated credential.
@@ -91,6 +92,9 @@ func gatewayEnvRefs(gs *garrav1alpha1.GarraServer) []envRef {
 	refs := []envRef{{EnvGatewayAPIKey, gatewayAPIKeyRef(gs)}}
 	if ref := gs.Spec.LLM.APIKeySecretRef; ref != nil {
 		refs = append(refs, envRef{EnvLLMAPIKey, secretRef{ref.Name, ref.Key, "spec.llm.apiKeySecretRef"}})
+	}
+	if ws := gs.Spec.Gateway.WebSearch; ws != nil {
+		refs = append(refs, envRef{config.EnvBraveAPIKey, secretRef{ws.APIKeySecretRef.Name, ws.APIKeySecretRef.Key, "spec.gateway.webSearch.apiKeySecretRef"}})
 	}
 	if ch := gs.Spec.Channels; ch != nil && ch.Telegram != nil && ch.Telegram.BotTokenSecretRef != nil {
 		ref := ch.Telegram.BotTokenSecretRef

@@ -94,6 +94,14 @@ func TestGatewayEnvRefs(t *testing.T) {
 			"GARRAIA_GATEWAY_API_KEY": "my-key/k",
 			"TELEGRAM_BOT_TOKEN":      "tg/bot",
 		}},
+		{"web search key", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Gateway.WebSearch = &garrav1alpha1.WebSearchSpec{APIKeySecretRef: garrav1alpha1.SecretKeySelector{Name: "brave", Key: "api"}}
+			gs.Spec.Orchestrators = nil
+		}, map[string]string{
+			"GARRAIA_GATEWAY_API_KEY": "team-a-gateway/api-key",
+			"GARRA_LLM_API_KEY":       "llm-keys/openrouter",
+			"BRAVE_API_KEY":           "brave/api",
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -110,6 +118,11 @@ func TestGatewayEnvRefs(t *testing.T) {
 	}
 	if got := ReferencedSecretNames(testServer()); !slices.Equal(got, []string{"llm-keys", "n8n-token"}) {
 		t.Errorf("ReferencedSecretNames = %v", got)
+	}
+	withSearch := testServer()
+	withSearch.Spec.Gateway.WebSearch = &garrav1alpha1.WebSearchSpec{APIKeySecretRef: garrav1alpha1.SecretKeySelector{Name: "brave", Key: "api"}}
+	if got := ReferencedSecretNames(withSearch); !slices.Equal(got, []string{"brave", "llm-keys", "n8n-token"}) {
+		t.Errorf("ReferencedSecretNames with web search = %v (a key change must roll the gateway)", got)
 	}
 }
 

@@ -118,6 +118,8 @@ func TestInvalidSpec(t *testing.T) {
 			gs.Name = "a-very-long-garra-server-name-that-goes-on"
 			gs.Spec.Orchestrators[0].Name = "and-an-orchestrator-name-too"
 		}, "g", "s", "spec.orchestrators[and-an-orchestrator-name-too].name"},
+		{"orchestrator named owner", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Orchestrators[0].Name = "owner" }, "g", "s",
+			`spec.orchestrators[owner].name: "owner" is reserved`},
 		{"name with a dot", func(gs *garrav1alpha1.GarraServer) { gs.Name = "team.a" }, "g", "s", "metadata.name"},
 		{"zero workspace", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Orchestrators[1].Workspace.Size = resource.MustParse("0") }, "g", "s",
 			"spec.orchestrators[n8n-prod].workspace.size must be positive"},

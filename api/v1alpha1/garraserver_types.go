@@ -224,6 +224,12 @@ type GatewaySpec struct {
 	// +optional
 	RateLimitPerMinute int32 `json:"rateLimitPerMinute,omitempty"`
 
+	// WebSearch gives garra_agent the web_search tool (Brave Search). The
+	// gateway serves it itself, next to the tools of each orchestrator's
+	// sandbox: the key never reaches a sandbox pod.
+	// +optional
+	WebSearch *WebSearchSpec `json:"webSearch,omitempty"`
+
 	// Storage is the gateway's data volume (conversations, audit).
 	// +kubebuilder:default={}
 	// +optional
@@ -232,6 +238,20 @@ type GatewaySpec struct {
 	// Resources of the gateway container.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// WebSearchSpec configures the gateway's web_search tool.
+type WebSearchSpec struct {
+	// APIKeySecretRef names the Secret key with the Brave Search API key.
+	// It reaches the gateway only as the environment variable
+	// BRAVE_API_KEY.
+	APIKeySecretRef SecretKeySelector `json:"apiKeySecretRef"`
+
+	// BaseURL overrides the Brave Search API endpoint (a proxy).
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self == '' || (isURL(self) && url(self).getScheme() in ['http', 'https'])",message="baseURL must be an http or https URL"
+	// +optional
+	BaseURL string `json:"baseURL,omitempty"`
 }
 
 // StorageSpec sizes a PersistentVolumeClaim. Kubernetes allows only growing
@@ -299,9 +319,12 @@ const (
 // OrchestratorSpec is one external caller of the gateway with its sandbox.
 type OrchestratorSpec struct {
 	// Name identifies the orchestrator: a DNS label of at most 40 characters.
+	// "owner" is reserved: the gateway gives that name to the holder of its
+	// api key in logs, audit lines and garra://policy.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=40
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self != 'owner'",message="owner is reserved by the gateway (it names the holder of the gateway api key): choose another name"
 	Name string `json:"name"`
 
 	// Tools this orchestrator may call. Listing agent while
@@ -311,6 +334,13 @@ type OrchestratorSpec struct {
 	// +kubebuilder:validation:MaxItems=7
 	// +optional
 	Tools []Tool `json:"tools,omitempty"`
+
+	// DenyTools are refused to this orchestrator even when Tools lists
+	// them: deny wins. A call to a denied tool gets tool_denied.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=7
+	// +optional
+	DenyTools []Tool `json:"denyTools,omitempty"`
 
 	// Chats this orchestrator may read; empty means none.
 	// +listType=set

@@ -100,6 +100,7 @@ func (c *Config) Check(getenv func(string) string) []Problem {
 			add(field+".name", "duplicate orchestrator %q", o.Name)
 		}
 		seen[o.Name] = true
+		ps = append(ps, orchestratorPolicyProblems(field, o)...)
 		switch {
 		case o.KeyEnv == "":
 			add(field+".key_env", "required: the environment variable holding this orchestrator's token")

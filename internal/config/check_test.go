@@ -31,6 +31,10 @@ func TestCheck(t *testing.T) {
 			[]string{"gateway.mcp_http.orchestrators[Bad_Name].name", "gateway.mcp_http.orchestrators[Bad_Name].key_env",
 				"gateway.mcp_http.orchestrators[Bad_Name].tools", "gateway.mcp_http.orchestrators[Bad_Name].tools",
 				"gateway.mcp_http.orchestrators[Bad_Name].sandbox.url", "gateway.mcp_http.orchestrators[Bad_Name].sandbox.token_env"}},
+		{"orchestrator named owner", "gateway: {mcp_http: {orchestrators: [{name: owner, key_env: BADGOOD_MCP_KEY}]}}", []string{"gateway.mcp_http.orchestrators[owner].name"}},
+		{"orchestrator nome owner", "gateway: {mcp_http: {orchestrators: [{nome: owner, key_env: BADGOOD_MCP_KEY}]}}", []string{"gateway.mcp_http.orchestrators[owner].name"}},
+		{"deny_tools ok", "gateway: {mcp_http: {orchestrators: [{name: a, key_env: BADGOOD_MCP_KEY, tools: [status, ask], deny_tools: [ask, agent]}]}}", nil},
+		{"deny_tools unknown", "gateway: {mcp_http: {orchestrators: [{name: a, key_env: BADGOOD_MCP_KEY, deny_tools: [shell]}]}}", []string{"gateway.mcp_http.orchestrators[a].deny_tools"}},
 		{"duplicate orchestrators", "gateway: {mcp_http: {orchestrators: [{name: a, key_env: BADGOOD_MCP_KEY}, {name: a, key_env: BADGOOD_MCP_KEY}]}}", []string{"gateway.mcp_http.orchestrators[a].name"}},
 	}
 	for _, tt := range tests {
@@ -51,6 +55,26 @@ func TestCheck(t *testing.T) {
 				t.Fatalf("problems %v, want %v", cfg.Check(func(k string) string { return env[k] }), tt.fields)
 			}
 		})
+	}
+}
+
+func TestReservedOrchestratorNames(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		want bool
+	}{{"owner", true}, {"owners", false}, {"n8n", false}, {"", false}} {
+		if got := OrchestratorNameReserved(tt.name); got != tt.want {
+			t.Errorf("OrchestratorNameReserved(%q) = %v", tt.name, got)
+		}
+	}
+	cfg, err := Parse([]byte("gateway: {mcp_http: {orchestrators: [{name: owner, key_env: K}]}}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.applyDefaults()
+	ps := cfg.Check(func(string) string { return "set" })
+	if len(ps) != 1 || !strings.Contains(ps[0].Message, `"owner" is reserved`) {
+		t.Fatalf("problems %v", ps)
 	}
 }
 

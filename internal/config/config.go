@@ -87,6 +87,8 @@ type Alias struct {
 // Brave holds the web_search key. Prefer BRAVE_API_KEY in the environment.
 type Brave struct {
 	APIKey string `json:"api_key,omitempty"`
+	// BaseURL overrides the Brave Search API endpoint (a proxy, a test double).
+	BaseURL string `json:"base_url,omitempty"`
 }
 
 // Execution says where the process runs, which decides whether bash exists.
@@ -98,6 +100,9 @@ type Execution struct {
 type Agent struct {
 	FileRoots []string `json:"file_roots,omitempty"`
 	Sandbox   Sandbox  `json:"sandbox"`
+	// FileWriteBackup makes file_write keep the replaced file as
+	// <path>.bak. Off by default: the workspace is usually under git.
+	FileWriteBackup bool `json:"file_write_backup,omitempty"`
 }
 
 // Sandbox configures the container bash runs in on the standard profile.
@@ -144,11 +149,13 @@ type MCPHTTP struct {
 
 // Orchestrator is one external caller of the gateway.
 type Orchestrator struct {
-	Name    string               `json:"name"`
-	KeyEnv  string               `json:"key_env"`
-	Tools   []string             `json:"tools,omitempty"`
-	Chats   []string             `json:"chats,omitempty"`
-	Sandbox *OrchestratorSandbox `json:"sandbox,omitempty"`
+	Name   string   `json:"name"`
+	KeyEnv string   `json:"key_env"`
+	Tools  []string `json:"tools,omitempty"`
+	// DenyTools are refused even when Tools lists them: deny wins.
+	DenyTools []string             `json:"deny_tools,omitempty"`
+	Chats     []string             `json:"chats,omitempty"`
+	Sandbox   *OrchestratorSandbox `json:"sandbox,omitempty"`
 }
 
 // OrchestratorSandbox points at the orchestrator's own `garra sandbox` pod.

@@ -65,6 +65,8 @@ var Kinds = []Kind{
 
 	{"tool_not_allowed", "gateway.KindToolNotAllowed", "every envelope (http); audit",
 		"The caller's `tools` list does not grant this tool (the owner never has garra_agent). Also the audit kind of a resource read the caller's tools do not allow."},
+	{"tool_denied", "gateway.KindToolDenied", "every envelope (http); audit",
+		"The orchestrator's `deny_tools` lists this tool. Deny wins over its `tools` list; remove the entry to allow it."},
 	{"send_disabled", "gateway.KindSendDisabled", "garra.mcp.v1 (http)",
 		"gateway.mcp_http.allow_send is false."},
 	{"no_allowlist", "gateway.KindNoAllowlist", "garra.mcp.v1 (http)",
@@ -103,6 +105,8 @@ var HTTP = []HTTPStatus{
 		"gateway.mcp_http.enabled is false, or there is no gateway.api_key: the route does not exist (not 403, which would confirm something is there)."},
 	{429, "rate_limited", "too many requests", "rate_limited",
 		"The per-IP limit gateway.rate_limit.requests_per_minute is spent; Retry-After: 60. Counted in metrics, not in the audit file (a flood must not rotate it away)."},
+	{429, "rate_limited", "too many requests: a JSON-RPC batch counts each of its requests", "rate_limited",
+		"An authenticated JSON-RPC batch needs more of the per-IP limit than is left: each request in it counts (the POST itself counts one, refused or not). Send fewer at once; Retry-After: 60."},
 	{403, "forbidden", "cross-origin request refused", "origin_refused",
 		"A browser page fired the request (cross-site Origin). MCP clients send none."},
 	{403, "forbidden", "invalid Host header", "host_not_allowed",
@@ -120,7 +124,9 @@ var HTTP = []HTTPStatus{
 	{413, "", "request body exceeds 4194304 bytes", "",
 		"The body is over 4 MiB."},
 	{400, "", "malformed payload", "",
-		"The body is not JSON-RPC (also: an unsupported MCP-Protocol-Version header, or a batch)."},
+		"The body is not JSON-RPC (also: an unsupported MCP-Protocol-Version header)."},
+	{400, "", "JSON-RPC batching is not supported", "",
+		"A batch sent with MCP-Protocol-Version 2025-06-18 or later, which have no batches. Without the header, or with an older version, a batch is served and counts each request against the rate limit."},
 	{400, "", "JSON RPC not handled", "",
 		"A method name the MCP SDK does not know at all (on stdio: -32601)."},
 }

@@ -69,6 +69,7 @@ type Gateway struct {
 	started     time.Time
 	mounted     bool
 	sdkLog      *slog.Logger
+	reqCtx      *requestContexts
 }
 
 // warnOnly passes records of level warn and above.
@@ -136,6 +137,7 @@ func New(o Options) (*Gateway, error) {
 		egress:      webFetchGuard(m, o.Logger),
 		limiter:     NewRateLimiter(max(1, cfg.Gateway.RateLimit.RequestsPerMinute), time.Minute, o.Now),
 		audit:       o.Audit,
+		reqCtx:      newRequestContexts(),
 		now:         o.Now,
 		started:     o.Now(),
 	}
@@ -158,6 +160,7 @@ func New(o Options) (*Gateway, error) {
 		for _, c := range g.creds {
 			g.servers[c.caller.Name] = g.newMCPServer(c.caller)
 		}
+		g.materializeWorkspaces()
 		host := "so loopback"
 		if len(cfg.Gateway.AllowedHosts) > 0 {
 			host = fmt.Sprintf("loopback + %d allowed_hosts", len(cfg.Gateway.AllowedHosts))
@@ -183,7 +186,8 @@ func (g *Gateway) Handler() http.Handler {
 
 // mcpHandler stacks the layers in the spec's places: rate limit and origin
 // guard (inherited router layers), Host validation, the api-key gate, the
-// Accept rule, then the SDK's stateless JSON transport (415, 413).
+// rest of a batch's charge against the rate limit, the Accept rule, then
+// the SDK's stateless JSON transport (415, 413).
 func (g *Gateway) mcpHandler() http.Handler {
 	sdk := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		c, ok := callerFrom(r.Context())
@@ -199,10 +203,14 @@ func (g *Gateway) mcpHandler() http.Handler {
 		// allowed_hosts, which the SDK's loopback-only check cannot.
 		DisableLocalhostProtection: true,
 		Logger:                     g.sdkLog,
+		// A client that goes away cancels its call (2026-07-28; older
+		// versions through g.reqCtx).
+		PropagateRequestCancellation: true,
 	})
 	refused := g.refusedHTTP
-	var h http.Handler = sdk
+	h := g.reqCtx.bind(sdk)
 	h = acceptGuard(refused, h)
+	h = g.limiter.batchCharge(refused, h)
 	h = requireBearer(g.creds, refused, h)
 	h = hostGuard(g.cfg.Gateway.AllowedHosts, refused, h)
 	h = originGuard(refused, h)

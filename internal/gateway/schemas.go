@@ -16,7 +16,8 @@ var (
 	sendSchema = json.RawMessage(`{"type":"object","properties":{
   "channel":{"type":"string","enum":["telegram"],"default":"telegram","description":"The channel to send on. Only telegram has approved destinations."},
   "chat_id":{"type":"string","maxLength":32,"description":"The destination chat id; it must be listed in the operator's proactive_chat_ids."},
-  "text":{"type":"string","maxLength":4096,"description":"The message text (Telegram's limit, 4096 characters)."}},
+  "text":{"type":"string","maxLength":4096,"description":"The message text (Telegram's limit, 4096 characters)."},
+  "dry_run":{"type":"boolean","default":false,"description":"Check the call and return the exact text that would be sent (redacted) and the resolved destination, without sending or spending the send budget."}},
   "required":["chat_id","text"],"additionalProperties":false}`)
 	askSchema = json.RawMessage(`{"type":"object","properties":{
   "message":{"type":"string","maxLength":65536,"description":"The question. Max 64 KiB; trimmed; must not be empty."},
@@ -62,6 +63,7 @@ type sendArgs struct {
 	Channel *string `json:"channel"`
 	ChatID  *string `json:"chat_id"`
 	Text    *string `json:"text"`
+	DryRun  *bool   `json:"dry_run"`
 }
 
 type askArgs struct {

@@ -56,6 +56,9 @@ type LocalOptions struct {
 	// MaxOutputBytes caps each tool result (DefaultMaxOutputBytes when
 	// not positive); longer output is cut and marked.
 	MaxOutputBytes int
+	// FileWriteBackup makes file_write keep a replaced file's contents as
+	// <path>.bak (config agent.file_write_backup).
+	FileWriteBackup bool
 }
 
 // Local runs the tools in this process (and the children it spawns). It is
@@ -70,6 +73,7 @@ type Local struct {
 	fetch     *http.Client // web_fetch's: http, or http through the egress guard
 	guarded   bool
 	maxOut    int
+	backup    bool
 
 	tools    []Tool
 	handlers map[string]handler
@@ -90,6 +94,7 @@ func NewLocal(o LocalOptions) *Local {
 		braveBase: strings.TrimRight(o.BraveBaseURL, "/"),
 		http:      o.HTTPClient,
 		maxOut:    o.MaxOutputBytes,
+		backup:    o.FileWriteBackup,
 		handlers:  map[string]handler{},
 	}
 	if l.braveBase == "" {
