@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/garraia/garra/internal/ask"
@@ -63,7 +62,7 @@ Operator limits, read once at start:
 			server := mcpstdio.New(opts)
 			log.Info("garra mcp-server starting", "config", configLabel(src.Path), "policy", policy.String(),
 				"provider", cfg.LLM.Provider, "audit", auditLog.Path(), "pid", os.Getpid())
-			return server.Run(cmd.Context(), &mcp.StdioTransport{})
+			return server.Run(cmd.Context(), &mcpstdio.Transport{In: cmd.InOrStdin(), Out: cmd.OutOrStdout()})
 		},
 	}
 }
