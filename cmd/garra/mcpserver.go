@@ -54,7 +54,8 @@ Operator limits, read once at start:
 			core := &ask.Core{Config: cfg, Redactor: red, Getenv: o.getenv, Retries: ask.DefaultRetries}
 			auditLog := newAuditLog(cfg, log)
 			defer closeLogged(log, "audit log", auditLog)
-			opts := mcpstdio.Options{Version: version, Asker: core, Policy: policy, Logger: log, Audit: auditLog}
+			opts := mcpstdio.Options{Version: version, Asker: core, Policy: policy, Logger: log, Audit: auditLog,
+				Defaults: mcpstdio.Defaults{Provider: cfg.LLM.Provider, Model: cfg.LLM.Model}}
 			if policy.EnableTools {
 				la := newLocalAgent(cfg, core, red, o.getenv, log)
 				opts.Agent, opts.FileRoots = la, len(la.Jail.Roots())
