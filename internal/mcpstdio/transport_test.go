@@ -14,6 +14,7 @@ import (
 
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/errkinds"
 	"github.com/garraia/garra/internal/llm"
 )
 
@@ -285,5 +286,26 @@ func TestTransportLinesNeverInterleave(t *testing.T) {
 	}
 	if errs != 100 || lists != 100 {
 		t.Fatalf("%d parse errors and %d tools/list replies, want 100 and 100", errs, lists)
+	}
+}
+
+// Every stdio-only row of the error table is what the transport answers.
+func TestErrorTableStdioRowsMatchTheTransport(t *testing.T) {
+	lines := map[int]string{-32700: "{not json", -32600: `{"jsonrpc":"2.0","id":true,"method":"ping"}`}
+	for _, row := range errkinds.StdioJSONRPC {
+		line, ok := lines[row.Code]
+		if !ok {
+			t.Errorf("row %d: no input here produces it", row.Code)
+			continue
+		}
+		stdout, err := serve(t, testServer(t, 0), strings.NewReader(line+"\n"), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs := replies(t, stdout)
+		prefix := strings.TrimSuffix(row.Message, "…")
+		if len(rs) != 1 || rs[0].Error == nil || rs[0].Error.Code != row.Code || !strings.HasPrefix(rs[0].Error.Message, prefix) {
+			t.Errorf("row %d %q: got %s", row.Code, row.Message, stdout)
+		}
 	}
 }
