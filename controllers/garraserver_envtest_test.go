@@ -458,6 +458,34 @@ var _ = Describe("GarraServer", func() {
 		Expect(podHash(ns, "team-a-gateway")).NotTo(Equal(before))
 	})
 
+	It("raises a Warning event for redact patterns the gateway ignores", func() {
+		twoOrchestrators(ns)
+		settled(ns, "badgood", "n8n")
+		Expect(eventReasons(ns)).NotTo(ContainElement("ConfigWarning"), "the sample's patterns are all usable")
+
+		update(ns, func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Gateway.RedactPatterns = []string{"corp-[0-9]{6}", "x*", "(", `\b`}
+		})
+		warnings := func() []string {
+			list := &eventsv1.EventList{}
+			must(k8sClient.List(ctx, list, client.InNamespace(ns)))
+			var out []string
+			for _, e := range list.Items {
+				if e.Reason == "ConfigWarning" && e.Type == corev1.EventTypeWarning && e.Regarding.Name == "team-a" {
+					out = append(out, e.Note)
+				}
+			}
+			return out
+		}
+		Eventually(warnings, timeout, interval).Should(ContainElement(And(
+			ContainSubstring("gateway.mcp_http.redact_patterns[1]: redact pattern 1 skipped: matches the empty string (ignored)"),
+			ContainSubstring("gateway.mcp_http.redact_patterns[2]: redact pattern 2 skipped: invalid RE2 syntax"),
+			ContainSubstring("gateway.mcp_http.redact_patterns[3]: redact pattern 3 skipped: matches the empty string"),
+			Not(ContainSubstring("redact_patterns[0]")))))
+		Expect(get(ns, "team-a-gateway", &corev1.ConfigMap{}).Data["config.yml"]).To(ContainSubstring("x*"),
+			"the patterns are still rendered: the gateway skips and logs them itself")
+	})
+
 	It("adds, changes and removes orchestrators", func() {
 		twoOrchestrators(ns)
 		settled(ns, "badgood", "n8n")

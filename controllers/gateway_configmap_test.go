@@ -161,6 +161,23 @@ func TestRenderConfig(t *testing.T) {
 			},
 			warn: "gateway.mcp_http.web_fetch_allowed_hosts[0]",
 		},
+		{
+			name: "redact pattern that matches the empty string",
+			mutate: func(gs *garrav1alpha1.GarraServer) {
+				gs.Spec.Gateway.RedactPatterns = []string{"corp-[0-9]{6}", "[0-9]*"}
+			},
+			warn: "gateway.mcp_http.redact_patterns[1]: redact pattern 1 skipped: matches the empty string",
+		},
+		{
+			name:   "a router as the default model",
+			mutate: func(gs *garrav1alpha1.GarraServer) { gs.Spec.LLM.Model = "openrouter/auto" },
+			warn:   `llm.model: "openrouter/auto" is a router`,
+		},
+		{
+			name:   "openrouter without a key",
+			mutate: func(gs *garrav1alpha1.GarraServer) { gs.Spec.LLM.APIKeySecretRef = nil },
+			warn:   "llm.api_key_env: OPENROUTER_API_KEY is not set",
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

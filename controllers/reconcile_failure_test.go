@@ -37,7 +37,7 @@ func TestReconcileWritesStatusWhenAStepFails(t *testing.T) {
 		WithObjects(append(secrets, gs)...).
 		WithStatusSubresource(&garrav1alpha1.GarraServer{}).
 		WithInterceptorFuncs(interceptor.Funcs{
-			Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			Apply: func(context.Context, client.WithWatch, runtime.ApplyConfiguration, ...client.ApplyOption) error {
 				return forbidden
 			},
 		}).Build()

@@ -42,9 +42,9 @@ func generatedSecret(gs *garrav1alpha1.GarraServer, name, component, orch string
 	}
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      name,
-			Namespace: gs.Namespace,
-			Labels:    labels(gs, component, orch),
+			Name:            name,
+			Namespace:       gs.Namespace,
+			Labels:          labels(gs, component, orch),
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(gs, serverKind)},
 		},
 		Immutable: ptr.To(true),

@@ -29,6 +29,7 @@ func newLocalAgent(cfg *config.Config, core *ask.Core, red *redact.Redactor, get
 		Mode:      cfg.Agent.Sandbox.Mode,
 		Backend:   cfg.Agent.Sandbox.Backend,
 		Allowlist: cfg.Agent.Sandbox.Allowlist,
+		Elevated:  cfg.Agent.Sandbox.Elevated,
 		LookPath:  exec.LookPath,
 	})
 	var bash tools.BashRunner

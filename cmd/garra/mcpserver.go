@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/garraia/garra/internal/ask"
@@ -55,7 +54,8 @@ Operator limits, read once at start:
 			core := &ask.Core{Config: cfg, Redactor: red, Getenv: o.getenv, Retries: ask.DefaultRetries}
 			auditLog := newAuditLog(cfg, log)
 			defer closeLogged(log, "audit log", auditLog)
-			opts := mcpstdio.Options{Version: version, Asker: core, Policy: policy, Logger: log, Audit: auditLog}
+			opts := mcpstdio.Options{Version: version, Asker: core, Policy: policy, Logger: log, Audit: auditLog,
+				Defaults: mcpstdio.Defaults{Provider: cfg.LLM.Provider, Model: cfg.LLM.Model}}
 			if policy.EnableTools {
 				la := newLocalAgent(cfg, core, red, o.getenv, log)
 				opts.Agent, opts.FileRoots = la, len(la.Jail.Roots())
@@ -63,7 +63,7 @@ Operator limits, read once at start:
 			server := mcpstdio.New(opts)
 			log.Info("garra mcp-server starting", "config", configLabel(src.Path), "policy", policy.String(),
 				"provider", cfg.LLM.Provider, "audit", auditLog.Path(), "pid", os.Getpid())
-			return server.Run(cmd.Context(), &mcp.StdioTransport{})
+			return server.Run(cmd.Context(), &mcpstdio.Transport{In: cmd.InOrStdin(), Out: cmd.OutOrStdout()})
 		},
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
-
-	"github.com/garraia/garra/internal/redact"
 )
 
 // OrchestratorTools is the closed set of tool names an orchestrator may list.
@@ -23,6 +21,10 @@ const (
 type Problem struct {
 	Field   string
 	Message string
+	// Warning marks a problem that is a risk rather than a fault: the
+	// configuration works as written. `garra config check` prints it but
+	// exits 0 when nothing else is wrong.
+	Warning bool
 }
 
 func (p Problem) String() string { return p.Field + ": " + p.Message }
@@ -32,7 +34,8 @@ var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 // Check lists every problem of c, in file order. getenv resolves the
 // variables the file names (keys are never in the file). A configuration
 // with problems may still boot (the gateway fails closed around them), but
-// `garra config check` exits 1 so that they are fixed.
+// `garra config check` exits 1 on any that is not a Warning, so that they
+// are fixed.
 func (c *Config) Check(getenv func(string) string) []Problem {
 	var ps []Problem
 	add := func(field, format string, a ...any) {
@@ -42,6 +45,8 @@ func (c *Config) Check(getenv func(string) string) []Problem {
 	if _, err := c.ResolveProvider(c.LLM.Provider); err != nil {
 		add("llm.provider", "%v", err)
 	}
+	ps = append(ps, c.checkProviderKey(getenv)...)
+	ps = append(ps, c.checkDefaultModel()...)
 	for name, a := range c.LLM.Aliases {
 		if !isKind(a.Provider) {
 			add("llm.aliases."+name+".provider", "%q is not one of ollama, anthropic, openai, openrouter", a.Provider)
@@ -74,10 +79,7 @@ func (c *Config) Check(getenv func(string) string) []Problem {
 	if g.RateLimit.RequestsPerMinute < 1 {
 		add("gateway.rate_limit.requests_per_minute", "%d must be at least 1", g.RateLimit.RequestsPerMinute)
 	}
-	_, redactErrs := redact.New(m.RedactPatterns)
-	for _, err := range redactErrs {
-		add("gateway.mcp_http.redact_patterns", "%v (ignored)", err)
-	}
+	ps = append(ps, checkRedactPatterns(m.RedactPatterns)...)
 	ps = append(ps, checkWebFetchAllowedHosts(m.WebFetchAllowedHosts)...)
 	for i, id := range c.Channels.Telegram.ProactiveChatIDs {
 		if _, err := strconv.ParseInt(id, 10, 64); err != nil {

@@ -110,6 +110,9 @@ type Sandbox struct {
 	Mode      string   `json:"mode,omitempty"`    // off | all | allowlist
 	Backend   string   `json:"backend,omitempty"` // docker | podman | ssh
 	Allowlist []string `json:"allowlist,omitempty"`
+	// Elevated lists tools exempt from the sandbox in mode all. For bash
+	// that means the host: registered on isolated-pod, absent on standard.
+	Elevated []string `json:"elevated,omitempty"`
 	// Image is the container image bash runs in ("" = a Debian slim image).
 	Image string `json:"image,omitempty"`
 }

@@ -28,11 +28,11 @@ func OrchestratorNameReserved(name string) bool {
 func orchestratorPolicyProblems(field string, o Orchestrator) []Problem {
 	var ps []Problem
 	if OrchestratorNameReserved(o.Name) {
-		ps = append(ps, Problem{field + ".name", fmt.Sprintf("%q is reserved by the gateway (%v): choose another name", o.Name, ReservedOrchestratorNames())})
+		ps = append(ps, Problem{Field: field + ".name", Message: fmt.Sprintf("%q is reserved by the gateway (%v): choose another name", o.Name, ReservedOrchestratorNames())})
 	}
 	for _, t := range o.DenyTools {
 		if !slices.Contains(OrchestratorTools, t) {
-			ps = append(ps, Problem{field + ".deny_tools", fmt.Sprintf("%q is not one of %v", t, OrchestratorTools)})
+			ps = append(ps, Problem{Field: field + ".deny_tools", Message: fmt.Sprintf("%q is not one of %v", t, OrchestratorTools)})
 		}
 	}
 	return ps

@@ -141,6 +141,14 @@ var JSONRPC = []RPCCode{
 	{-32603, "CodeInternalError", "the conversation store is unavailable", "A garra://chats read while the conversation store fails."},
 }
 
+// StdioJSONRPC are the codes only `garra mcp-server` answers with: its line
+// reader's replies to input that is not JSON-RPC (over HTTP such a body is
+// a 400).
+var StdioJSONRPC = []RPCCode{
+	{-32700, "CodeParseError", "Parse error: the line is not valid JSON", "On stdio, a line that is not JSON. The id is null; the server goes on reading the next line."},
+	{-32600, "CodeInvalidRequest", "Invalid Request: …", "On stdio, a JSON line that is not a JSON-RPC 2.0 message (no or wrong `jsonrpc`, an id that is neither a string nor a number, an empty batch), or a line over 16 MiB. The id is the line's when it has a usable one, else null; the server goes on reading."},
+}
+
 // Markdown renders docs/errors.md.
 func Markdown() string {
 	var b strings.Builder
@@ -177,10 +185,10 @@ func Markdown() string {
 	}
 
 	b.WriteString("\n## JSON-RPC error codes\n\n")
-	b.WriteString("Protocol errors, answered instead of a result (both surfaces). Input that is not JSON-RPC 2.0 at all gets no -32700/-32600 answer: ")
-	b.WriteString("on stdio the SDK ends the session and logs why on stderr; over HTTP it is the 400 above.\n\n")
+	b.WriteString("Protocol errors, answered instead of a result (both surfaces). Input that is not JSON-RPC 2.0 at all gets -32700 or -32600 on stdio, ")
+	b.WriteString("and the session goes on; over HTTP it is the 400 above.\n\n")
 	b.WriteString("| code | go-sdk constant | message | when |\n|---|---|---|---|\n")
-	for _, r := range JSONRPC {
+	for _, r := range append(append([]RPCCode{}, StdioJSONRPC...), JSONRPC...) {
 		fmt.Fprintf(&b, "| %d | `jsonrpc.%s` | %s | %s |\n", r.Code, r.Name, cell(r.Message), cell(r.When))
 	}
 

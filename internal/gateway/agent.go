@@ -100,7 +100,7 @@ func (g *Gateway) executorFor(c Caller) (tools.Executor, func(), error) {
 func (g *Gateway) localExecutor(j *jail.Jail, dir string) tools.Executor {
 	exposure := tools.DecideBash(tools.ExposureInput{
 		Profile: g.cfg.Execution.Profile, Mode: g.cfg.Agent.Sandbox.Mode, Backend: g.cfg.Agent.Sandbox.Backend,
-		Allowlist: g.cfg.Agent.Sandbox.Allowlist, LookPath: exec.LookPath,
+		Allowlist: g.cfg.Agent.Sandbox.Allowlist, Elevated: g.cfg.Agent.Sandbox.Elevated, LookPath: exec.LookPath,
 	})
 	var bash tools.BashRunner
 	switch {

@@ -40,10 +40,10 @@ func (g *Gateway) toolDescriptors() map[string]*mcp.Tool {
 		ToolSendMessage: {Name: ToolSendMessage, Title: "Send a message", InputSchema: sendSchema,
 			Description: "Send a message on Telegram to a destination the operator approved in advance. Shares one budget of 5 sends per minute across the gateway (garra.mcp.v1).",
 			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}},
-		ToolAsk: {Name: ToolAsk, Title: "Ask the LLM", InputSchema: askSchema,
+		ToolAsk: {Name: ToolAsk, Title: "Ask the LLM", InputSchema: askSchema(g.cfg.LLM.Provider, g.cfg.LLM.Model),
 			Description: "Ask this Garra's LLM one question; spends the owner's provider key within a per-minute budget (garra.ask.v1).",
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(true)}},
-		ToolAgent: {Name: ToolAgent, Title: "Delegate a task to the agent", InputSchema: agentSchema(m.AgentMaxSeconds),
+		ToolAgent: {Name: ToolAgent, Title: "Delegate a task to the agent", InputSchema: agentSchema(m.AgentMaxSeconds, g.cfg.LLM.Provider, g.cfg.LLM.Model),
 			Description: "Run a task with the Garra agent and its tools in this caller's own workspace; returns the answer and a summary of every tool used (garra.agent.v1).",
 			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(true)}},
 	}

@@ -156,13 +156,13 @@ func (e *PatternError) Error() string {
 // New returns a Redactor that applies the built-in rules and then the extra
 // operator patterns, in RE2 syntax (package regexp). A pattern's whole
 // match is replaced, or only its submatch named "secret" if it has one.
-// Empty, invalid and over-long (more than MaxPatternLen characters)
-// patterns, and every pattern after the first MaxPatterns (counted by
-// position, valid or not), are skipped; each skip is reported as a
-// *PatternError naming the pattern's index and the reason. The returned
-// Redactor is usable whatever the errors. Patterns should be specific: one
-// that matches almost anything, like \w, costs time in proportion to its
-// matches.
+// Empty, invalid, empty-matching (see matchesEmpty) and over-long (more
+// than MaxPatternLen characters) patterns, and every pattern after the
+// first MaxPatterns (counted by position, valid or not), are skipped; each
+// skip is reported as a *PatternError naming the pattern's index and the
+// reason. The returned Redactor is usable whatever the errors. Patterns
+// should be specific: one that matches almost anything, like \w, costs
+// time in proportion to its matches.
 func New(extra []string) (*Redactor, []error) {
 	r := &Redactor{}
 	var errs []error
@@ -178,9 +178,12 @@ func New(extra []string) (*Redactor, []error) {
 		}
 		if reason == "" {
 			re, err := regexp.Compile(p)
-			if err != nil {
+			switch {
+			case err != nil:
 				reason = "invalid RE2 syntax: " + syntaxReason(err)
-			} else {
+			case matchesEmpty(p):
+				reason = "matches the empty string"
+			default:
 				g := 0
 				if k := re.SubexpIndex(SecretGroup); k > 0 {
 					g = k
