@@ -17,13 +17,22 @@ run: build ## Start the stdio MCP server (what Claude Desktop runs)
 
 test: fmt-check vet unit conformance conformance-gateway ## Everything CI checks
 
+# Modules besides the product's own: what only tests and tools need (Helm,
+# go-containerregistry, the cluster clients) stays out of the product's
+# dependency graph. test/e2e builds with -tags e2e.
+TOOL_MODULES := test/chart hack/imagebuild test/e2e
+
 unit: ## Go tests (unit, integration against loopback doubles, child-process tests)
 	$(GO) test -count=1 ./...
-	$(GO) test -count=1 -tags e2e -run 'TestParams|TestInCluster' ./test/e2e  # the e2e suite's own logic; no cluster
+	cd test/chart && $(GO) test -count=1 ./...
+	cd hack/imagebuild && $(GO) test -count=1 ./...
+	cd test/e2e && $(GO) test -count=1 -tags e2e -run 'TestParams|TestInCluster' .  # the e2e suite's own logic; no cluster
 
 vet:
 	$(GO) vet ./...
-	$(GO) vet -tags e2e ./test/e2e
+	cd test/chart && $(GO) vet ./...
+	cd hack/imagebuild && $(GO) vet ./...
+	cd test/e2e && $(GO) vet -tags e2e ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './test/conformance/node_modules/*')); \
@@ -45,11 +54,14 @@ bench-go: ## Go benchmarks of the packages (no cluster)
 bench-e2e: ## On a real cluster: apply → Ready for 1 and 10 orchestrators, idle pod memory (hack/e2e.sh bench)
 	hack/e2e.sh bench
 
-lint: ## golangci-lint (pinned), the e2e suite included
-	$(GO) run $(GOLANGCI) run --build-tags e2e ./...
+lint: ## golangci-lint (pinned) in every module, the e2e suite included
+	$(GO) run $(GOLANGCI) run ./...
+	@for m in $(TOOL_MODULES); do echo "golangci-lint: $$m"; \
+	  (cd $$m && $(GO) run $(GOLANGCI) run --config "$(abspath .golangci.yml)" --build-tags e2e ./...) || exit 1; done
 
-tidy-check:
+tidy-check: ## go.mod and go.sum of every module are tidy
 	$(GO) mod tidy -diff
+	@for m in $(TOOL_MODULES); do (cd $$m && $(GO) mod tidy -diff) || { echo "$$m: go mod tidy needed"; exit 1; }; done
 
 clean:
 	rm -rf $(BIN)

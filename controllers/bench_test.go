@@ -19,7 +19,6 @@ package controllers
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -369,15 +368,7 @@ func benchManager(cfg *rest.Config) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &GarraServerReconciler{
-		Client:       mgr.GetClient(),
-		APIReader:    mgr.GetAPIReader(),
-		Recorder:     mgr.GetEventRecorder(FieldOwner),
-		GarraImage:   "garra:bench",
-		SandboxImage: "garra-sandbox:bench",
-		Rand:         rand.Reader,
-	}
-	if err := r.SetupWithManager(mgr); err != nil {
+	if err := Setup(mgr, Images{Garra: "garra:bench", Sandbox: "garra-sandbox:bench"}); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

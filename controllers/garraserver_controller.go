@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -44,6 +45,9 @@ type reconcileState struct {
 	missing []secretRef
 	// removed are the orchestrators whose objects this reconcile deleted.
 	removed []string
+	// failed names the step that failed and why; the status says so and
+	// the reconcile is retried.
+	failed string
 }
 
 // +kubebuilder:rbac:groups=garra.garraia.io,resources=garraservers,verbs=get;list;watch
@@ -69,7 +73,9 @@ type reconcileState struct {
 //  7. write the status, derived from what is in the cluster now.
 //
 // Steps 3 to 6 write only what differs, so a reconcile that finds
-// everything as desired writes nothing.
+// everything as desired writes nothing. The status is written on every
+// pass, also when a step fails: Ready turns False with reason ApplyFailed
+// naming the step, instead of keeping conditions from an earlier pass.
 func (r *GarraServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	gs := &garrav1alpha1.GarraServer{}
 	if err := r.Get(ctx, req.NamespacedName, gs); err != nil {
@@ -91,9 +97,12 @@ func (r *GarraServerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		{"apply orchestrators", r.applyOrchestrators},
 		{"remove orchestrators", r.removeStale},
 	}
+	var stepErr error
 	for _, step := range steps {
 		if err := step.run(ctx, s); err != nil {
-			return ctrl.Result{}, fmt.Errorf("%s %s/%s: %w", step.name, gs.Namespace, gs.Name, err)
+			stepErr = fmt.Errorf("%s %s/%s: %w", step.name, gs.Namespace, gs.Name, err)
+			s.failed = fmt.Sprintf("%s: %v", step.name, err)
+			break
 		}
 		if s.invalid != "" {
 			log.FromContext(ctx).Info("invalid spec, not applied", "reason", s.invalid)
@@ -101,9 +110,9 @@ func (r *GarraServerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 	}
 	if err := r.writeStatus(ctx, s); err != nil {
-		return ctrl.Result{}, fmt.Errorf("write status of %s/%s: %w", gs.Namespace, gs.Name, err)
+		return ctrl.Result{}, errors.Join(stepErr, fmt.Errorf("write status of %s/%s: %w", gs.Namespace, gs.Name, err))
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, stepErr
 }
 
 // event records an event on the GarraServer.

@@ -490,6 +490,34 @@ var _ = Describe("GarraServer", func() {
 		Expect(podHash(ns, "team-a-gateway")).NotTo(Equal(before))
 	})
 
+	It("raises a Warning event for redact patterns the gateway ignores", func() {
+		twoOrchestrators(ns)
+		settled(ns, "badgood", "n8n")
+		Expect(eventReasons(ns)).NotTo(ContainElement("ConfigWarning"), "the sample's patterns are all usable")
+
+		update(ns, func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Gateway.RedactPatterns = []string{"corp-[0-9]{6}", "x*", "(", `\b`}
+		})
+		warnings := func() []string {
+			list := &eventsv1.EventList{}
+			must(k8sClient.List(ctx, list, client.InNamespace(ns)))
+			var out []string
+			for _, e := range list.Items {
+				if e.Reason == "ConfigWarning" && e.Type == corev1.EventTypeWarning && e.Regarding.Name == "team-a" {
+					out = append(out, e.Note)
+				}
+			}
+			return out
+		}
+		Eventually(warnings, timeout, interval).Should(ContainElement(And(
+			ContainSubstring("gateway.mcp_http.redact_patterns[1]: redact pattern 1 skipped: matches the empty string (ignored)"),
+			ContainSubstring("gateway.mcp_http.redact_patterns[2]: redact pattern 2 skipped: invalid RE2 syntax"),
+			ContainSubstring("gateway.mcp_http.redact_patterns[3]: redact pattern 3 skipped: matches the empty string"),
+			Not(ContainSubstring("redact_patterns[0]")))))
+		Expect(get(ns, "team-a-gateway", &corev1.ConfigMap{}).Data["config.yml"]).To(ContainSubstring("x*"),
+			"the patterns are still rendered: the gateway skips and logs them itself")
+	})
+
 	It("adds, changes and removes orchestrators", func() {
 		twoOrchestrators(ns)
 		settled(ns, "badgood", "n8n")
@@ -701,6 +729,16 @@ var _ = Describe("GarraServer", func() {
 		},
 		Entry("bad orchestrator name", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Orchestrators[0].Name = "Bad_Name" },
 			"spec.orchestrators[0].name", "should match"),
+		Entry("an orchestrator named owner", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Orchestrators[0].Name = "owner" },
+			"spec.orchestrators[0].name", "owner is reserved by the gateway"),
+		Entry("an unknown tool in denyTools", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Orchestrators[0].DenyTools = []garrav1alpha1.Tool{"shell"}
+		}, "spec.orchestrators[0].denyTools[0]", `Unsupported value: "shell"`),
+		Entry("a web search base URL that is not http(s)", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Gateway.WebSearch = &garrav1alpha1.WebSearchSpec{
+				APIKeySecretRef: garrav1alpha1.SecretKeySelector{Name: "brave", Key: "key"}, BaseURL: "ftp://x",
+			}
+		}, "spec.gateway.webSearch.baseURL", "http or https"),
 		Entry("orchestrator name over 40 characters", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Orchestrators[0].Name = strings.Repeat("a", 41) },
 			"spec.orchestrators[0].name", "may not be more than 40"),
 		Entry("duplicate orchestrator", func(gs *garrav1alpha1.GarraServer) {
@@ -728,6 +766,14 @@ var _ = Describe("GarraServer", func() {
 		Entry("a redact pattern over 512 characters", func(gs *garrav1alpha1.GarraServer) {
 			gs.Spec.Gateway.RedactPatterns = []string{strings.Repeat("a", 513)}
 		}, "spec.gateway.redactPatterns[0]", "may not be more than 512"),
+		Entry("65 web_fetch allowed hosts", func(gs *garrav1alpha1.GarraServer) {
+			for i := range 65 {
+				gs.Spec.Gateway.WebFetchAllowedHosts = append(gs.Spec.Gateway.WebFetchAllowedHosts, fmt.Sprintf("h%d.internal", i))
+			}
+		}, "spec.gateway.webFetchAllowedHosts", "must have at most 64 items"),
+		Entry("an empty web_fetch allowed host", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Gateway.WebFetchAllowedHosts = []string{"ok.internal", ""}
+		}, "spec.gateway.webFetchAllowedHosts[1]", "at least 1"),
 		Entry("a chat id that is not a number", func(gs *garrav1alpha1.GarraServer) {
 			gs.Spec.Channels = &garrav1alpha1.ChannelsSpec{Telegram: &garrav1alpha1.TelegramSpec{ProactiveChatIDs: []string{"12a"}}}
 		}, "spec.channels.telegram.proactiveChatIDs[0]", "should match"),

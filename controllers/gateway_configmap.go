@@ -44,22 +44,33 @@ func RenderConfig(gs *garrav1alpha1.GarraServer) *config.Config {
 				AgentBudgetPerMinute: int(g.AgentBudgetPerMinute),
 				AgentMaxSeconds:      int(g.AgentMaxSeconds),
 				RedactPatterns:       g.RedactPatterns,
+				WebFetchAllowedHosts: g.WebFetchAllowedHosts,
 			},
 		},
 	}
 	if spec.LLM.APIKeySecretRef != nil {
 		c.LLM.APIKeyEnv = EnvLLMAPIKey
 	}
+	if ws := g.WebSearch; ws != nil {
+		// The key arrives as BRAVE_API_KEY (gatewayEnvRefs); only the
+		// endpoint is in the file.
+		c.LLM.Brave.BaseURL = ws.BaseURL
+	}
 	for _, o := range spec.Orchestrators {
 		tools := make([]string, 0, len(o.Tools))
 		for _, t := range o.Tools {
 			tools = append(tools, string(t))
 		}
+		var deny []string
+		for _, t := range o.DenyTools {
+			deny = append(deny, string(t))
+		}
 		c.Gateway.MCPHTTP.Orchestrators = append(c.Gateway.MCPHTTP.Orchestrators, config.Orchestrator{
-			Name:    o.Name,
-			KeyFile: OrchTokenFile(o.Name),
-			Tools:   tools,
-			Chats:   o.Chats,
+			Name:      o.Name,
+			KeyFile:   OrchTokenFile(o.Name),
+			Tools:     tools,
+			DenyTools: deny,
+			Chats:     o.Chats,
 			Sandbox: &config.OrchestratorSandbox{
 				URL:       SandboxURL(gs, o.Name),
 				TokenFile: SandboxTokenFile(o.Name),

@@ -114,6 +114,27 @@ func TestRenderConfig(t *testing.T) {
 			},
 		},
 		{
+			name: "deny tools and web search",
+			mutate: func(gs *garrav1alpha1.GarraServer) {
+				gs.Spec.Orchestrators[0].DenyTools = []garrav1alpha1.Tool{garrav1alpha1.ToolAgent}
+				gs.Spec.Gateway.WebSearch = &garrav1alpha1.WebSearchSpec{
+					APIKeySecretRef: garrav1alpha1.SecretKeySelector{Name: "brave", Key: "key"},
+					BaseURL:         "http://brave-proxy:8080",
+				}
+			},
+			check: func(t *testing.T, c *config.Config) {
+				if b := c.Gateway.MCPHTTP.Orchestrators[0]; !slices.Equal(b.DenyTools, []string{"agent"}) || !slices.Equal(b.Tools, []string{"status", "agent"}) {
+					t.Errorf("badgood tools %v deny_tools %v", b.Tools, b.DenyTools)
+				}
+				if n := c.Gateway.MCPHTTP.Orchestrators[1]; n.DenyTools != nil {
+					t.Errorf("n8n-prod deny_tools %v", n.DenyTools)
+				}
+				if c.LLM.Brave.APIKey != "" || c.LLM.Brave.BaseURL != "http://brave-proxy:8080" {
+					t.Errorf("brave = %+v (the key must not be in the file)", c.LLM.Brave)
+				}
+			},
+		},
+		{
 			name:   "agent listed while allowAgent is off",
 			mutate: func(gs *garrav1alpha1.GarraServer) { gs.Spec.Gateway.AllowAgent = false },
 			warn:   "lists agent but gateway.mcp_http.allow_agent is false",
@@ -122,6 +143,41 @@ func TestRenderConfig(t *testing.T) {
 			name:   "redact pattern that does not compile",
 			mutate: func(gs *garrav1alpha1.GarraServer) { gs.Spec.Gateway.RedactPatterns = []string{"("} },
 			warn:   "gateway.mcp_http.redact_patterns",
+		},
+		{
+			name: "web_fetch allowed hosts",
+			mutate: func(gs *garrav1alpha1.GarraServer) {
+				gs.Spec.Gateway.WebFetchAllowedHosts = []string{"metrics-exporter.monitoring.svc:9100", "10.0.0.5"}
+			},
+			check: func(t *testing.T, c *config.Config) {
+				if got := c.Gateway.MCPHTTP.WebFetchAllowedHosts; !slices.Equal(got, []string{"metrics-exporter.monitoring.svc:9100", "10.0.0.5"}) {
+					t.Errorf("web_fetch_allowed_hosts = %v", got)
+				}
+			},
+		},
+		{
+			name: "web_fetch allowed host that is a URL",
+			mutate: func(gs *garrav1alpha1.GarraServer) {
+				gs.Spec.Gateway.WebFetchAllowedHosts = []string{"http://intranet/"}
+			},
+			warn: "gateway.mcp_http.web_fetch_allowed_hosts[0]",
+		},
+		{
+			name: "redact pattern that matches the empty string",
+			mutate: func(gs *garrav1alpha1.GarraServer) {
+				gs.Spec.Gateway.RedactPatterns = []string{"corp-[0-9]{6}", "[0-9]*"}
+			},
+			warn: "gateway.mcp_http.redact_patterns[1]: redact pattern 1 skipped: matches the empty string",
+		},
+		{
+			name:   "a router as the default model",
+			mutate: func(gs *garrav1alpha1.GarraServer) { gs.Spec.LLM.Model = "openrouter/auto" },
+			warn:   `llm.model: "openrouter/auto" is a router`,
+		},
+		{
+			name:   "openrouter without a key",
+			mutate: func(gs *garrav1alpha1.GarraServer) { gs.Spec.LLM.APIKeySecretRef = nil },
+			warn:   "llm.api_key_env: OPENROUTER_API_KEY is not set",
 		},
 	}
 	for _, tc := range tests {

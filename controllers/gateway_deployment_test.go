@@ -39,6 +39,19 @@ func TestGatewayDeployment(t *testing.T) {
 			},
 		},
 		{
+			name: "web search key",
+			mutate: func(gs *garrav1alpha1.GarraServer) {
+				gs.Spec.Gateway.WebSearch = &garrav1alpha1.WebSearchSpec{APIKeySecretRef: garrav1alpha1.SecretKeySelector{Name: "brave", Key: "api"}}
+				gs.Spec.Orchestrators = nil
+			},
+			wantEnv: map[string]string{
+				"HOME":                    "=/tmp",
+				"GARRAIA_GATEWAY_API_KEY": "team-a-gateway/api-key",
+				"GARRA_LLM_API_KEY":       "llm-keys/openrouter",
+				"BRAVE_API_KEY":           "brave/api",
+			},
+		},
+		{
 			name: "BYO key, telegram token, resources",
 			mutate: func(gs *garrav1alpha1.GarraServer) {
 				gs.Spec.Gateway.APIKeySecretRef = &garrav1alpha1.SecretKeySelector{Name: "my-key", Key: "api-key"}

@@ -10,6 +10,7 @@
 package controllers
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
@@ -141,15 +142,21 @@ func labels(gs *garrav1alpha1.GarraServer, component, orch string) map[string]st
 	return l
 }
 
-// ownerRef makes gs the controller of a child, so deleting gs cascades.
+// serverKind is the GarraServer's group, version and kind, as owner
+// references name it.
+var serverKind = garrav1alpha1.GroupVersion.WithKind("GarraServer")
+
+// ownerRef makes gs the controller of a child, so deleting gs cascades:
+// apimachinery's controller reference, as an apply configuration.
 func ownerRef(gs *garrav1alpha1.GarraServer) *metav1ac.OwnerReferenceApplyConfiguration {
+	ref := metav1.NewControllerRef(gs, serverKind)
 	return metav1ac.OwnerReference().
-		WithAPIVersion(garrav1alpha1.GroupVersion.String()).
-		WithKind("GarraServer").
-		WithName(gs.Name).
-		WithUID(gs.UID).
-		WithController(true).
-		WithBlockOwnerDeletion(true)
+		WithAPIVersion(ref.APIVersion).
+		WithKind(ref.Kind).
+		WithName(ref.Name).
+		WithUID(ref.UID).
+		WithController(*ref.Controller).
+		WithBlockOwnerDeletion(*ref.BlockOwnerDeletion)
 }
 
 func ownerRefs(gs *garrav1alpha1.GarraServer) []*metav1ac.OwnerReferenceApplyConfiguration {

@@ -53,11 +53,7 @@ func (r *GarraServerReconciler) warnConfig(gs *garrav1alpha1.GarraServer, config
 	if len(problems) == 0 {
 		return
 	}
-	msgs := make([]string, 0, len(problems))
-	for _, p := range problems {
-		msgs = append(msgs, p.String())
-	}
-	r.event(gs, true, garrav1alpha1.EventConfigWarning, "Validate", "config.yml: %s", strings.Join(msgs, "; "))
+	r.event(gs, true, garrav1alpha1.EventConfigWarning, "Validate", "%s", configWarningNote(problems))
 }
 
 // applyOrchestrators applies each orchestrator's ServiceAccount, workspace

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
+	"github.com/garraia/garra/internal/config"
 )
 
 // GeneratedBytes is the entropy of every generated credential.
@@ -41,17 +42,10 @@ func generatedSecret(gs *garrav1alpha1.GarraServer, name, component, orch string
 	}
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      name,
-			Namespace: gs.Namespace,
-			Labels:    labels(gs, component, orch),
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion:         garrav1alpha1.GroupVersion.String(),
-				Kind:               "GarraServer",
-				Name:               gs.Name,
-				UID:                gs.UID,
-				Controller:         ptr.To(true),
-				BlockOwnerDeletion: ptr.To(true),
-			}},
+			Name:            name,
+			Namespace:       gs.Namespace,
+			Labels:          labels(gs, component, orch),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(gs, serverKind)},
 		},
 		Immutable: ptr.To(true),
 		Type:      corev1.SecretTypeOpaque,
@@ -94,13 +88,16 @@ type envRef struct {
 }
 
 // gatewayEnvRefs are the gateway's secret-backed variables, in pod order:
-// the keys of services outside Garra (the LLM provider, Telegram), which
+// the keys of services outside Garra (the LLM provider, Brave, Telegram), which
 // the gateway's libraries take from the environment. The gateway is
 // non-dumpable, so its tool children cannot read them there.
 func gatewayEnvRefs(gs *garrav1alpha1.GarraServer) []envRef {
 	var refs []envRef
 	if ref := gs.Spec.LLM.APIKeySecretRef; ref != nil {
 		refs = append(refs, envRef{EnvLLMAPIKey, secretRef{ref.Name, ref.Key, "spec.llm.apiKeySecretRef"}})
+	}
+	if ws := gs.Spec.Gateway.WebSearch; ws != nil {
+		refs = append(refs, envRef{config.EnvBraveAPIKey, secretRef{ws.APIKeySecretRef.Name, ws.APIKeySecretRef.Key, "spec.gateway.webSearch.apiKeySecretRef"}})
 	}
 	if ch := gs.Spec.Channels; ch != nil && ch.Telegram != nil && ch.Telegram.BotTokenSecretRef != nil {
 		ref := ch.Telegram.BotTokenSecretRef

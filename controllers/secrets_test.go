@@ -98,6 +98,15 @@ func TestGatewaySecretRefs(t *testing.T) {
 		}, map[string]string{
 			"TELEGRAM_BOT_TOKEN": "tg/bot",
 		}},
+		{"web search key", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Gateway.WebSearch = &garrav1alpha1.WebSearchSpec{APIKeySecretRef: garrav1alpha1.SecretKeySelector{Name: "brave", Key: "api"}}
+			gs.Spec.Orchestrators = nil
+		}, map[string]string{
+			"api-key": "team-a-gateway/api-key",
+		}, map[string]string{
+			"GARRA_LLM_API_KEY": "llm-keys/openrouter",
+			"BRAVE_API_KEY":     "brave/api",
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -128,6 +137,11 @@ func TestGatewaySecretRefs(t *testing.T) {
 	}
 	if got := ReferencedSecretNames(testServer()); !slices.Equal(got, []string{"llm-keys", "n8n-token"}) {
 		t.Errorf("ReferencedSecretNames = %v", got)
+	}
+	withSearch := testServer()
+	withSearch.Spec.Gateway.WebSearch = &garrav1alpha1.WebSearchSpec{APIKeySecretRef: garrav1alpha1.SecretKeySelector{Name: "brave", Key: "api"}}
+	if got := ReferencedSecretNames(withSearch); !slices.Equal(got, []string{"brave", "llm-keys", "n8n-token"}) {
+		t.Errorf("ReferencedSecretNames with web search = %v (a key change must roll the gateway)", got)
 	}
 }
 

@@ -2,10 +2,12 @@ package controllers
 
 import (
 	"context"
+	"crypto/rand"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -41,6 +43,27 @@ func CacheOptions() cache.Options {
 			&corev1.Secret{}:                {Transform: cache.TransformStripManagedFields()},
 		},
 	}
+}
+
+// Images are the manager's default images, used when a GarraServer names none.
+type Images struct {
+	Garra, Sandbox string
+}
+
+// Setup builds the GarraServer reconciler on mgr, the one way the manager,
+// the envtest suite and the benchmark all wire it: the manager's client
+// and API reader, an event recorder under the field owner's name, and
+// crypto/rand for generated credentials.
+func Setup(mgr ctrl.Manager, images Images) error {
+	r := &GarraServerReconciler{
+		Client:       mgr.GetClient(),
+		APIReader:    mgr.GetAPIReader(),
+		Recorder:     mgr.GetEventRecorder(FieldOwner),
+		GarraImage:   images.Garra,
+		SandboxImage: images.Sandbox,
+		Rand:         rand.Reader,
+	}
+	return r.SetupWithManager(mgr)
 }
 
 // SetupWithManager registers the controller: it watches GarraServers, the
@@ -93,10 +116,9 @@ func byInstanceLabel(_ context.Context, o client.Object) []reconcile.Request {
 
 // ctrlOwner is the name of the GarraServer controlling o, or "".
 func ctrlOwner(o client.Object) string {
-	for _, ref := range o.GetOwnerReferences() {
-		if ref.Controller != nil && *ref.Controller && ref.Kind == "GarraServer" && ref.APIVersion == garrav1alpha1.GroupVersion.String() {
-			return ref.Name
-		}
+	ref := metav1.GetControllerOfNoCopy(o)
+	if ref == nil || ref.Kind != serverKind.Kind || ref.APIVersion != serverKind.GroupVersion().String() {
+		return ""
 	}
-	return ""
+	return ref.Name
 }

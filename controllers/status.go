@@ -23,6 +23,8 @@ type observed struct {
 	sandboxes map[string]*appsv1.Deployment
 	missing   []secretRef
 	invalid   string
+	// failed is the reconcile step that failed on this pass, and why.
+	failed string
 }
 
 // available reports whether d has an available replica.
@@ -92,6 +94,8 @@ func computeStatus(gs *garrav1alpha1.GarraServer, w observed) garrav1alpha1.Garr
 	switch {
 	case w.invalid != "":
 		set(garrav1alpha1.ConditionReady, false, garrav1alpha1.ReasonInvalidSpec, w.invalid)
+	case w.failed != "":
+		set(garrav1alpha1.ConditionReady, false, garrav1alpha1.ReasonApplyFailed, w.failed)
 	case gwOK && orchOK:
 		set(garrav1alpha1.ConditionReady, true, garrav1alpha1.ReasonReady, "the gateway and every sandbox are available")
 	default:
@@ -112,7 +116,7 @@ func computeStatus(gs *garrav1alpha1.GarraServer, w observed) garrav1alpha1.Garr
 // turning to InvalidSpec or SecretMissing, and orchestrators that are new.
 func (r *GarraServerReconciler) writeStatus(ctx context.Context, s *reconcileState) error {
 	gs := s.gs
-	w := observed{sandboxes: map[string]*appsv1.Deployment{}, missing: s.missing, invalid: s.invalid}
+	w := observed{sandboxes: map[string]*appsv1.Deployment{}, missing: s.missing, invalid: s.invalid, failed: s.failed}
 	var err error
 	if w.gateway, err = r.deployment(ctx, gs.Namespace, gatewayName(gs)); err != nil {
 		return err
@@ -150,6 +154,9 @@ func (r *GarraServerReconciler) statusEvents(old, gs *garrav1alpha1.GarraServer)
 	}
 	if c := turned(garrav1alpha1.ConditionReady, garrav1alpha1.ReasonInvalidSpec); c != nil {
 		r.event(gs, true, garrav1alpha1.EventInvalidSpec, "Validate", "%s", c.Message)
+	}
+	if c := turned(garrav1alpha1.ConditionReady, garrav1alpha1.ReasonApplyFailed); c != nil {
+		r.event(gs, true, garrav1alpha1.EventApplyFailed, "Apply", "%s", c.Message)
 	}
 	if c := turned(garrav1alpha1.ConditionGatewayReady, garrav1alpha1.ReasonSecretMissing); c != nil {
 		r.event(gs, true, garrav1alpha1.EventSecretMissing, "Read", "%s", c.Message)

@@ -38,6 +38,9 @@ func TestComputeStatus(t *testing.T) {
 			false, conds{"NotReady", "SecretMissing", "Available"}, "2/2", nil},
 		{"invalid spec", observed{invalid: "spec.image is empty"},
 			false, conds{"InvalidSpec", "Progressing", "Progressing"}, "0/2", nil},
+		{"a step failed", observed{gateway: dep(1), sandboxes: map[string]*appsv1.Deployment{"badgood": dep(1), "n8n-prod": dep(1)},
+			failed: "apply gateway: apply agents/team-a-gateway: forbidden"},
+			false, conds{"ApplyFailed", "Available", "Available"}, "2/2", nil},
 		{"no orchestrators", observed{gateway: dep(1)},
 			true, conds{"Ready", "Available", "NoOrchestrators"}, "0/0", map[string]bool{}},
 	}
@@ -115,6 +118,8 @@ func TestInvalidSpec(t *testing.T) {
 			gs.Name = "a-very-long-garra-server-name-that-goes-on"
 			gs.Spec.Orchestrators[0].Name = "and-an-orchestrator-name-too"
 		}, "g", "s", "spec.orchestrators[and-an-orchestrator-name-too].name"},
+		{"orchestrator named owner", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Orchestrators[0].Name = "owner" }, "g", "s",
+			`spec.orchestrators[owner].name: "owner" is reserved`},
 		{"name with a dot", func(gs *garrav1alpha1.GarraServer) { gs.Name = "team.a" }, "g", "s", "metadata.name"},
 		{"zero workspace", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Orchestrators[1].Workspace.Size = resource.MustParse("0") }, "g", "s",
 			"spec.orchestrators[n8n-prod].workspace.size must be positive"},

@@ -22,7 +22,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/http"
@@ -191,15 +190,7 @@ func startManager() *managerRun {
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	Expect(err).NotTo(HaveOccurred())
-	r := &GarraServerReconciler{
-		Client:       mgr.GetClient(),
-		APIReader:    mgr.GetAPIReader(),
-		Recorder:     mgr.GetEventRecorder(FieldOwner),
-		GarraImage:   testImages[0],
-		SandboxImage: testImages[1],
-		Rand:         rand.Reader,
-	}
-	Expect(r.SetupWithManager(mgr)).To(Succeed())
+	Expect(Setup(mgr, Images{Garra: testImages[0], Sandbox: testImages[1]})).To(Succeed())
 	mctx, cancel := context.WithCancel(context.Background())
 	run := &managerRun{cancel: cancel, done: make(chan error, 1)}
 	go func() {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
+	"github.com/garraia/garra/internal/config"
 )
 
 // validate finds what only the user can fix and the schema cannot see: an
@@ -54,6 +55,9 @@ func invalidSpec(gs *garrav1alpha1.GarraServer, defGarra, defSandbox string) str
 		},
 		func() string {
 			for _, o := range gs.Spec.Orchestrators {
+				if p := reservedNameProblem(o.Name); p != "" {
+					return p
+				}
 				if p := dnsLabelProblem("spec.orchestrators["+o.Name+"].name", sandboxName(gs, o.Name)); p != "" {
 					return p
 				}
@@ -68,6 +72,15 @@ func invalidSpec(gs *garrav1alpha1.GarraServer, defGarra, defSandbox string) str
 		if msg := c(); msg != "" {
 			return msg
 		}
+	}
+	return ""
+}
+
+// reservedNameProblem refuses an orchestrator name the gateway keeps for
+// itself (the CRD's CEL rule says the same; this holds without it).
+func reservedNameProblem(name string) string {
+	if config.OrchestratorNameReserved(name) {
+		return fmt.Sprintf("spec.orchestrators[%s].name: %q is reserved by the gateway: choose another name", name, name)
 	}
 	return ""
 }

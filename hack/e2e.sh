@@ -18,8 +18,7 @@
 #     this host. E2E_ACCESS=port-forward reaches the gateway and the LLM
 #     double through the API server when the host cannot reach ClusterIPs.
 #   * KUBECONFIG unset: the local single-node cluster of the e2e-cluster tool
-#     (E2E_CLUSTER_TOOL, default ../shared/e2e-cluster beside the clone, else
-#     /work/shared/e2e-cluster). Its
+#     (E2E_CLUSTER_TOOL, default ../shared/e2e-cluster beside the clone). Its
 #     binaries are built when missing (cached: ~25 min cold, then seconds),
 #     the cluster is brought up, and it is always torn down on exit, even on
 #     failure or interrupt. Needs root.
@@ -30,14 +29,8 @@ cd "$(dirname "$0")/.."
 repo="$(pwd)"
 
 mode="${1:-test}"
-# The tool sits beside the developer's checkout; a CI clone elsewhere finds
-# the workplace's copy.
-TOOL="${E2E_CLUSTER_TOOL:-}"
-if [ -z "$TOOL" ]; then
-	for TOOL in "$repo/../shared/e2e-cluster" /work/shared/e2e-cluster; do
-		[ -x "$TOOL/local-cluster.sh" ] && break
-	done
-fi
+# The tool sits beside the checkout; anywhere else, E2E_CLUSTER_TOOL names it.
+TOOL="${E2E_CLUSTER_TOOL:-$repo/../shared/e2e-cluster}"
 KC="${KC:-/tmp/kcluster}"
 KBIN="${KBIN:-/tmp/k8s-bin}"
 export KC KBIN
@@ -161,11 +154,11 @@ t0=$SECONDS
 rc=0
 case "$mode" in
 test)
-	go test -tags e2e -count=1 -timeout 45m -v ./test/e2e -ginkgo.v -ginkgo.no-color || rc=$?
+	(cd test/e2e && go test -tags e2e -count=1 -timeout 45m -v . -ginkgo.v -ginkgo.no-color) || rc=$?
 	timing "suite (go test -tags e2e ./test/e2e)" $((SECONDS - t0))
 	;;
 bench)
-	go test -tags e2e -count=1 -timeout 45m -run '^$' -bench . -benchtime "${E2E_BENCHTIME:-3x}" ./test/e2e || rc=$?
+	(cd test/e2e && go test -tags e2e -count=1 -timeout 45m -run '^$' -bench . -benchtime "${E2E_BENCHTIME:-3x}" .) || rc=$?
 	timing "cluster benchmarks" $((SECONDS - t0))
 	;;
 esac

@@ -29,5 +29,9 @@ go build -trimpath -ldflags "-s -w" -o "$BIN/llmdouble" ./test/fakes/llmdouble/c
 unset GOOS
 
 base="$(hack/sandbox-rootfs.sh | tail -n1)"
-go run ./hack/imagebuild -out "$IMAGES_DIR" -tag "$IMAGE_TAG" \
-	-garra "$BIN/garra" -manager "$BIN/manager" -llmdouble "$BIN/llmdouble" -sandbox-base "$base"
+# imagebuild is a module of its own (go-containerregistry stays out of the
+# product's dependencies), so it runs from its directory with absolute paths.
+top="$(pwd)"
+case "$IMAGES_DIR" in /*) out="$IMAGES_DIR" ;; *) out="$top/$IMAGES_DIR" ;; esac
+(cd hack/imagebuild && go run . -out "$out" -tag "$IMAGE_TAG" \
+	-garra "$top/$BIN/garra" -manager "$top/$BIN/manager" -llmdouble "$top/$BIN/llmdouble" -sandbox-base "$base")

@@ -22,6 +22,10 @@ const (
 	// ReasonInvalidSpec: the spec cannot be acted on until the user fixes it
 	// (the message names the field); the controller does not retry.
 	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonApplyFailed: a reconcile step failed (an API error, a denied
+	// write); the message names the step and the error. The controller
+	// retries with backoff.
+	ReasonApplyFailed = "ApplyFailed"
 	// ReasonAvailable: the Deployment has an available replica.
 	ReasonAvailable = "Available"
 	// ReasonProgressing: the Deployment exists but has no available replica yet.
@@ -46,6 +50,8 @@ const (
 	// works around (fails closed), e.g. an orchestrator listing agent while
 	// allowAgent is false, or a redact pattern that does not compile.
 	EventConfigWarning = "ConfigWarning"
+	// EventApplyFailed: a reconcile step failed (see the Ready condition).
+	EventApplyFailed = "ApplyFailed"
 	// EventSecretMissing: a referenced Secret or key does not exist.
 	EventSecretMissing = "SecretMissing"
 )

@@ -203,11 +203,32 @@ type GatewaySpec struct {
 	// +optional
 	RedactPatterns []string `json:"redactPatterns,omitempty"`
 
+	// WebFetchAllowedHosts are hosts (a name or IP, any port) or host:port
+	// pairs that web_fetch may reach from the gateway even though they
+	// resolve to a loopback, private or link-local address
+	// (gateway.mcp_http.web_fetch_allowed_hosts). It applies to agent runs
+	// whose tools run in the gateway (the owner's); orchestrators' sandbox
+	// pods are governed by their NetworkPolicy. An entry that is not a host
+	// or host:port is ignored by the gateway and reported as a Warning
+	// event.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=261
+	// +optional
+	WebFetchAllowedHosts []string `json:"webFetchAllowedHosts,omitempty"`
+
 	// RateLimitPerMinute is the per-IP request limit (gateway.rate_limit).
 	// +kubebuilder:default=120
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	RateLimitPerMinute int32 `json:"rateLimitPerMinute,omitempty"`
+
+	// WebSearch gives garra_agent the web_search tool (Brave Search). The
+	// gateway serves it itself, next to the tools of each orchestrator's
+	// sandbox: the key never reaches a sandbox pod.
+	// +optional
+	WebSearch *WebSearchSpec `json:"webSearch,omitempty"`
 
 	// Storage is the gateway's data volume (conversations, audit).
 	// +kubebuilder:default={}
@@ -217,6 +238,20 @@ type GatewaySpec struct {
 	// Resources of the gateway container.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// WebSearchSpec configures the gateway's web_search tool.
+type WebSearchSpec struct {
+	// APIKeySecretRef names the Secret key with the Brave Search API key.
+	// It reaches the gateway only as the environment variable
+	// BRAVE_API_KEY.
+	APIKeySecretRef SecretKeySelector `json:"apiKeySecretRef"`
+
+	// BaseURL overrides the Brave Search API endpoint (a proxy).
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self == '' || (isURL(self) && url(self).getScheme() in ['http', 'https'])",message="baseURL must be an http or https URL"
+	// +optional
+	BaseURL string `json:"baseURL,omitempty"`
 }
 
 // StorageSpec sizes a PersistentVolumeClaim. Kubernetes allows only growing
@@ -284,9 +319,12 @@ const (
 // OrchestratorSpec is one external caller of the gateway with its sandbox.
 type OrchestratorSpec struct {
 	// Name identifies the orchestrator: a DNS label of at most 40 characters.
+	// "owner" is reserved: the gateway gives that name to the holder of its
+	// api key in logs, audit lines and garra://policy.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=40
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self != 'owner'",message="owner is reserved by the gateway (it names the holder of the gateway api key): choose another name"
 	Name string `json:"name"`
 
 	// Tools this orchestrator may call. Listing agent while
@@ -296,6 +334,13 @@ type OrchestratorSpec struct {
 	// +kubebuilder:validation:MaxItems=7
 	// +optional
 	Tools []Tool `json:"tools,omitempty"`
+
+	// DenyTools are refused to this orchestrator even when Tools lists
+	// them: deny wins. A call to a denied tool gets tool_denied.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=7
+	// +optional
+	DenyTools []Tool `json:"denyTools,omitempty"`
 
 	// Chats this orchestrator may read; empty means none.
 	// +listType=set

@@ -29,6 +29,7 @@ func newLocalAgent(cfg *config.Config, core *ask.Core, red *redact.Redactor, get
 		Mode:      cfg.Agent.Sandbox.Mode,
 		Backend:   cfg.Agent.Sandbox.Backend,
 		Allowlist: cfg.Agent.Sandbox.Allowlist,
+		Elevated:  cfg.Agent.Sandbox.Elevated,
 		LookPath:  exec.LookPath,
 	})
 	var bash tools.BashRunner
@@ -47,11 +48,13 @@ func newLocalAgent(cfg *config.Config, core *ask.Core, red *redact.Redactor, get
 	log.Info("garra_agent enabled", "file_roots", len(fileJail.Roots()), "bash", exposure.Where.String(), "web_search", cfg.LLM.Brave.APIKey != "")
 
 	return &agent.LocalRunner{
-		Provider:      core.Provider,
-		Jail:          fileJail,
-		Bash:          bash,
-		BraveAPIKey:   cfg.LLM.Brave.APIKey,
-		Redactor:      red,
-		SessionPrefix: agent.DefaultSessionPrefix,
+		Provider:        core.Provider,
+		Jail:            fileJail,
+		Bash:            bash,
+		BraveAPIKey:     cfg.LLM.Brave.APIKey,
+		BraveBaseURL:    cfg.LLM.Brave.BaseURL,
+		FileWriteBackup: cfg.Agent.FileWriteBackup,
+		Redactor:        red,
+		SessionPrefix:   agent.DefaultSessionPrefix,
 	}
 }

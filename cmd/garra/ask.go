@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/garraia/garra/internal/ask"
-	"github.com/garraia/garra/internal/redact"
 )
 
 func newAskCommand(o *rootOptions) *cobra.Command {
@@ -33,7 +32,7 @@ func newAskCommand(o *rootOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			red, _ := redact.New(cfg.Gateway.MCPHTTP.RedactPatterns)
+			red, _ := processRedactor(cfg, o.getenv)
 			core := &ask.Core{Config: cfg, Redactor: red, Getenv: o.getenv, Retries: ask.DefaultRetries}
 			req.Message = strings.Join(args, " ")
 			// 0 means "default" to the core; on the command line it is a mistake.

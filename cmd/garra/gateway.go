@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/garraia/garra/internal/gateway"
-	"github.com/garraia/garra/internal/redact"
 )
 
 func newGatewayCommand(o *rootOptions) *cobra.Command {
@@ -35,7 +34,7 @@ tokens, prompts, answers or chat ids in clear. Error kinds: docs/errors.md.`,
 			if err != nil {
 				return err
 			}
-			red, _ := redact.New(cfg.Gateway.MCPHTTP.RedactPatterns)
+			red, _ := processRedactor(cfg, o.getenv)
 			log := newLogger(cmd.ErrOrStderr(), red)
 			auditLog := newAuditLog(cfg, log)
 			defer closeLogged(log, "audit log", auditLog)

@@ -5,14 +5,12 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/audit"
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/mcpstdio"
-	"github.com/garraia/garra/internal/redact"
 )
 
 func newMCPServerCommand(o *rootOptions) *cobra.Command {
@@ -44,7 +42,7 @@ Operator limits, read once at start:
 			if err != nil {
 				return err
 			}
-			red, badPatterns := redact.New(cfg.Gateway.MCPHTTP.RedactPatterns)
+			red, badPatterns := processRedactor(cfg, o.getenv)
 			log := newLogger(stderr, red)
 			for _, e := range badPatterns {
 				log.Warn("redact pattern ignored", "error", e)
@@ -56,7 +54,8 @@ Operator limits, read once at start:
 			core := &ask.Core{Config: cfg, Redactor: red, Getenv: o.getenv, Retries: ask.DefaultRetries}
 			auditLog := newAuditLog(cfg, log)
 			defer closeLogged(log, "audit log", auditLog)
-			opts := mcpstdio.Options{Version: version, Asker: core, Policy: policy, Logger: log, Audit: auditLog}
+			opts := mcpstdio.Options{Version: version, Asker: core, Policy: policy, Logger: log, Audit: auditLog,
+				Defaults: mcpstdio.Defaults{Provider: cfg.LLM.Provider, Model: cfg.LLM.Model}}
 			if policy.EnableTools {
 				la := newLocalAgent(cfg, core, red, o.getenv, log)
 				opts.Agent, opts.FileRoots = la, len(la.Jail.Roots())
@@ -64,7 +63,7 @@ Operator limits, read once at start:
 			server := mcpstdio.New(opts)
 			log.Info("garra mcp-server starting", "config", configLabel(src.Path), "policy", policy.String(),
 				"provider", cfg.LLM.Provider, "audit", auditLog.Path(), "pid", os.Getpid())
-			return server.Run(cmd.Context(), &mcp.StdioTransport{})
+			return server.Run(cmd.Context(), &mcpstdio.Transport{In: cmd.InOrStdin(), Out: cmd.OutOrStdout()})
 		},
 	}
 }

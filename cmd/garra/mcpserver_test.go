@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -241,4 +243,33 @@ func canon(t *testing.T, b []byte) string {
 	}
 	out, _ := json.Marshal(v)
 	return string(out)
+}
+
+// tools/list shows the defaults in force: the config's llm.model and the
+// operator's timeout cap, and a call that omits them gets those.
+func TestStdioServerAdvertisesConfiguredDefaults(t *testing.T) {
+	double := llmdouble.New(t, llmdouble.Step{Text: "fine"})
+	cfg := filepath.Join(t.TempDir(), "config.yml")
+	body := "llm: {provider: openrouter, model: qwen/qwen3-coder, base_url: " + double.URL() + "/v1}\n"
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cs, _, _ := startServer(t, testEnv(t, "OPENROUTER_API_KEY="+fakeKey, "GARRAIA_MCP_MAX_TIMEOUT_SECS=45"), "--config", cfg)
+	ctx := context.Background()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, _ := json.Marshal(tools.Tools[0].InputSchema)
+	for _, want := range []string{`"default":"qwen/qwen3-coder"`, `"default":45`, `"default":"openrouter"`} {
+		if !strings.Contains(canon(t, schema), want) {
+			t.Errorf("schema lacks %s: %s", want, canon(t, schema))
+		}
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "garra_ask", Arguments: map[string]any{"message": "hi"}}); err != nil {
+		t.Fatal(err)
+	}
+	if reqs := double.Requests(); len(reqs) != 1 || reqs[0].Model != "qwen/qwen3-coder" {
+		t.Fatalf("provider saw %+v", reqs)
+	}
 }

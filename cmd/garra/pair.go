@@ -252,7 +252,7 @@ func startChat(ctx context.Context, cfg *config.Config, getenv func(string) stri
 	tg := cfg.Channels.Telegram
 	ch, err := telegram.New(telegram.Options{
 		Config: tg, Getenv: getenv, Store: store, Logger: log,
-		Asker:   &ask.Core{Config: cfg, Redactor: redact.Default(), Getenv: getenv, Retries: ask.DefaultRetries},
+		Asker:   &ask.Core{Config: cfg, Redactor: redact.Default().WithSecrets(cfg.SecretValues(getenv)...), Getenv: getenv, Retries: ask.DefaultRetries},
 		Request: ask.Request{Provider: cfg.LLM.Provider, Model: cfg.LLM.Model},
 	})
 	switch {

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -235,5 +237,48 @@ func TestReadmeCheckersCatchDrift(t *testing.T) {
 		if len(runnableProblems(t, args)) == 0 {
 			t.Errorf("%v passes the check", args)
 		}
+	}
+}
+
+// TestTrackedFilesNameNoMachinePath keeps the project about itself: no
+// tracked file may carry the absolute path of the directory this checkout
+// sits in (a developer's machine layout), and the e2e cluster tool is only
+// ever found relative to the checkout or through E2E_CLUSTER_TOOL.
+func TestTrackedFilesNameNoMachinePath(t *testing.T) {
+	root, err := filepath.Abs(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := filepath.Dir(root)
+	if parent == "/" {
+		t.Skip("checkout at the file system root: no parent path to look for")
+	}
+	out, err := exec.Command("git", "-C", root, "ls-files", "-z").Output()
+	if err != nil {
+		t.Skipf("not a git checkout: %v", err)
+	}
+	// Both patterns are assembled so that this file does not match itself.
+	machine := regexp.MustCompile(`(^|[^\w./-])` + regexp.QuoteMeta(parent+"/"))
+	absTool := regexp.MustCompile(`(^|[^.])/` + `shared/e2e-cluster`)
+	checked := 0
+	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+		if strings.HasPrefix(name, "test/conformance/node_modules/") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(root, name))
+		if err != nil || bytes.IndexByte(data, 0) >= 0 {
+			continue // deleted in the work tree, or binary
+		}
+		checked++
+		if machine.Match(data) {
+			t.Errorf("%s names this machine's path %s/", name, parent)
+		}
+		if loc := absTool.FindIndex(data); loc != nil {
+			t.Errorf("%s names the e2e cluster tool by an absolute path (%q); use ../shared/e2e-cluster or E2E_CLUSTER_TOOL",
+				name, strings.TrimSpace(string(data[loc[0]:loc[1]])))
+		}
+	}
+	if checked < 100 {
+		t.Fatalf("only %d tracked files read: the check would pass vacuously", checked)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 
 	"github.com/spf13/cobra"
 
@@ -47,14 +46,9 @@ accepting and lets in-flight calls finish for up to 25 s.`,
 			if err != nil {
 				return usageError("sandbox: %v", err)
 			}
-			// The built-in rules plus the token itself, belt and braces:
-			// nothing logs it.
-			var extra []string
-			if token != "" {
-				extra = append(extra, regexp.QuoteMeta(token))
-			}
-			red, _ := redact.New(extra)
-			log := newLogger(cmd.ErrOrStderr(), red)
+			// The built-in rules plus the token itself, by value, belt and
+			// braces: nothing logs it.
+			log := newLogger(cmd.ErrOrStderr(), redact.Default().WithSecrets(token))
 			srv, err := sandbox.New(sandbox.Options{
 				Workspace: workspace,
 				Token:     token,

@@ -9,7 +9,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -109,15 +108,7 @@ func run(ctx context.Context, o options, cfg *rest.Config) error {
 	if err != nil {
 		return fmt.Errorf("new manager: %w", err)
 	}
-	r := &controllers.GarraServerReconciler{
-		Client:       mgr.GetClient(),
-		APIReader:    mgr.GetAPIReader(),
-		Recorder:     mgr.GetEventRecorder(controllers.FieldOwner),
-		GarraImage:   o.garraImage,
-		SandboxImage: o.sandboxImage,
-		Rand:         rand.Reader,
-	}
-	if err := r.SetupWithManager(mgr); err != nil {
+	if err := controllers.Setup(mgr, controllers.Images{Garra: o.garraImage, Sandbox: o.sandboxImage}); err != nil {
 		return fmt.Errorf("set up controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -35,9 +35,12 @@ type LocalRunner struct {
 	// Jail confines the file tools to the server's roots.
 	Jail *jail.Jail
 	// Bash runs shell commands; nil when bash is not exposed.
-	Bash        tools.BashRunner
-	BraveAPIKey string
-	Redactor    *redact.Redactor
+	Bash         tools.BashRunner
+	BraveAPIKey  string
+	BraveBaseURL string
+	// FileWriteBackup makes file_write keep <path>.bak of a replaced file.
+	FileWriteBackup bool
+	Redactor        *redact.Redactor
 	// SessionPrefix names sessions ("mcp" on the stdio server).
 	SessionPrefix string
 }
@@ -66,10 +69,12 @@ func (l *LocalRunner) RunAgent(ctx context.Context, c Call) (Envelope, error) {
 	}
 	r.Provider = provider
 	r.Executor = tools.NewLocal(tools.LocalOptions{
-		Jail:        fileJail,
-		WorkingDir:  workDir,
-		Bash:        l.Bash,
-		BraveAPIKey: l.BraveAPIKey,
+		Jail:            fileJail,
+		WorkingDir:      workDir,
+		Bash:            l.Bash,
+		BraveAPIKey:     l.BraveAPIKey,
+		BraveBaseURL:    l.BraveBaseURL,
+		FileWriteBackup: l.FileWriteBackup,
 	})
 	return r.Run(ctx, Request{
 		Message:       c.Message,

@@ -75,6 +75,12 @@ type Record struct {
 	Provider string
 	Model    string
 	Latency  time.Duration
+	// DryRun marks a call that was checked and not carried out (a
+	// garra_send_message dry run), so an "ok" is not read as a send.
+	DryRun bool
+	// KindOnly writes a failure as its kind alone: no provider, model or
+	// latency_ms (a failed garra_ask over HTTP).
+	KindOnly bool
 }
 
 // line is the wire form of a Record, in the documented field order.
@@ -86,10 +92,11 @@ type line struct {
 	Resource  string     `json:"resource,omitempty"`
 	Target    string     `json:"target,omitempty"`
 	Outcome   string     `json:"outcome"`
+	DryRun    bool       `json:"dry_run,omitempty"`
 	Error     *lineError `json:"error,omitempty"`
 	Provider  string     `json:"provider,omitempty"`
 	Model     string     `json:"model,omitempty"`
-	LatencyMS int64      `json:"latency_ms"`
+	LatencyMS *int64     `json:"latency_ms,omitempty"`
 }
 
 type lineError struct {
@@ -189,9 +196,15 @@ func (l *Log) write(r Record) error {
 		Tool:      r.Tool,
 		Resource:  r.Resource,
 		Outcome:   r.Outcome,
+		DryRun:    r.DryRun,
 		Provider:  r.Provider,
 		Model:     r.Model,
-		LatencyMS: r.Latency.Milliseconds(),
+	}
+	if r.KindOnly {
+		ln.Provider, ln.Model = "", ""
+	} else {
+		ms := r.Latency.Milliseconds()
+		ln.LatencyMS = &ms
 	}
 	if r.Target != "" {
 		ln.Target = pseudonym(l.key, r.Target)

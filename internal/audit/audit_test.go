@@ -56,6 +56,10 @@ func TestLineShape(t *testing.T) {
 		Outcome: OutcomeRefused, Kind: "not_found", Latency: 1500 * time.Millisecond})
 	l.Record(Record{Time: at, Surface: SurfaceStdio, Caller: "claude-code", Tool: "garra_ask", Outcome: OutcomeOK,
 		Provider: "openrouter", Model: "z-ai/glm-5.3-flash", Latency: 42 * time.Millisecond})
+	l.Record(Record{Time: at, Surface: SurfaceHTTP, Caller: "owner", Tool: "garra_ask", Outcome: OutcomeError, Kind: "timeout",
+		Provider: "openrouter", Model: "z-ai/glm-5.3-flash", Latency: 60 * time.Second, KindOnly: true})
+	l.Record(Record{Time: at, Surface: SurfaceHTTP, Caller: "owner", Tool: "garra_send_message", Target: "telegram:111", Outcome: OutcomeOK,
+		DryRun: true, Latency: 2 * time.Millisecond})
 
 	raw, err := os.ReadFile(l.Path())
 	if err != nil {
@@ -66,8 +70,10 @@ func TestLineShape(t *testing.T) {
 	want := []string{
 		`{"timestamp":"2026-05-11T15:36:40.123456789Z","surface":"http","caller":"n8n","tool":"garra_read_history","target":"` + p + `","outcome":"refused","error":{"kind":"not_found"},"latency_ms":1500}`,
 		`{"timestamp":"2026-05-11T15:36:40.123456789Z","surface":"stdio","caller":"claude-code","tool":"garra_ask","outcome":"ok","provider":"openrouter","model":"z-ai/glm-5.3-flash","latency_ms":42}`,
+		`{"timestamp":"2026-05-11T15:36:40.123456789Z","surface":"http","caller":"owner","tool":"garra_ask","outcome":"error","error":{"kind":"timeout"}}`,
+		`{"timestamp":"2026-05-11T15:36:40.123456789Z","surface":"http","caller":"owner","tool":"garra_send_message","target":"` + p + `","outcome":"ok","dry_run":true,"latency_ms":2}`,
 	}
-	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	if len(p) != 16 || strings.Contains(string(raw), "telegram:111") {

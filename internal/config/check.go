@@ -6,8 +6,6 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
-
-	"github.com/garraia/garra/internal/redact"
 )
 
 // OrchestratorTools is the closed set of tool names an orchestrator may list.
@@ -23,6 +21,10 @@ const (
 type Problem struct {
 	Field   string
 	Message string
+	// Warning marks a problem that is a risk rather than a fault: the
+	// configuration works as written. `garra config check` prints it but
+	// exits 0 when nothing else is wrong.
+	Warning bool
 }
 
 func (p Problem) String() string { return p.Field + ": " + p.Message }
@@ -33,7 +35,7 @@ var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 // variables the file names (keys are never in the file), and the secret
 // files it names are read (ReadSecretFile). A configuration with problems
 // may still boot (the gateway fails closed around them), but `garra config
-// check` exits 1 so that they are fixed.
+// check` exits 1 on any that is not a Warning, so that they are fixed.
 func (c *Config) Check(getenv func(string) string) []Problem {
 	return c.CheckWith(getenv, ReadSecretFile)
 }
@@ -49,6 +51,8 @@ func (c *Config) CheckWith(getenv func(string) string, readFile func(string) (st
 	if _, err := c.ResolveProvider(c.LLM.Provider); err != nil {
 		add("llm.provider", "%v", err)
 	}
+	ps = append(ps, c.checkProviderKey(getenv)...)
+	ps = append(ps, c.checkDefaultModel()...)
 	for name, a := range c.LLM.Aliases {
 		if !isKind(a.Provider) {
 			add("llm.aliases."+name+".provider", "%q is not one of ollama, anthropic, openai, openrouter", a.Provider)
@@ -74,7 +78,7 @@ func (c *Config) CheckWith(getenv func(string) string, readFile func(string) (st
 		}
 	}
 	if m.Enabled && g.APIKey == "" && g.APIKeyFile == "" {
-		add("gateway.mcp_http.enabled", "the bridge is enabled without a credential: set gateway.api_key or %s, or /mcp answers 404", EnvGatewayAPIKey)
+		add("gateway.mcp_http.enabled", "the bridge is enabled without a credential: set gateway.api_key_file, gateway.api_key or %s, or /mcp answers 404", EnvGatewayAPIKey)
 	}
 	if m.AllowSend && len(c.Channels.Telegram.ProactiveChatIDs) == 0 {
 		add("gateway.mcp_http.allow_send", "sending is enabled without an approved destination: list chats in channels.telegram.proactive_chat_ids, or every send is refused")
@@ -88,10 +92,8 @@ func (c *Config) CheckWith(getenv func(string) string, readFile func(string) (st
 	if g.RateLimit.RequestsPerMinute < 1 {
 		add("gateway.rate_limit.requests_per_minute", "%d must be at least 1", g.RateLimit.RequestsPerMinute)
 	}
-	_, redactErrs := redact.New(m.RedactPatterns)
-	for _, err := range redactErrs {
-		add("gateway.mcp_http.redact_patterns", "%v (ignored)", err)
-	}
+	ps = append(ps, checkRedactPatterns(m.RedactPatterns)...)
+	ps = append(ps, checkWebFetchAllowedHosts(m.WebFetchAllowedHosts)...)
 	for i, id := range c.Channels.Telegram.ProactiveChatIDs {
 		if _, err := strconv.ParseInt(id, 10, 64); err != nil {
 			add(fmt.Sprintf("channels.telegram.proactive_chat_ids[%d]", i), "%q is not a Telegram chat id (a 64-bit integer)", id)
@@ -113,6 +115,7 @@ func (c *Config) CheckWith(getenv func(string) string, readFile func(string) (st
 			add(field+".name", "duplicate orchestrator %q", o.Name)
 		}
 		seen[o.Name] = true
+		ps = append(ps, orchestratorPolicyProblems(field, o)...)
 		switch {
 		case o.KeyEnv != "" && o.KeyFile != "":
 			add(field+".key_file", "key_env is set too: set only one")

@@ -6,7 +6,7 @@ import (
 )
 
 func TestCheck(t *testing.T) {
-	env := map[string]string{"BADGOOD_MCP_KEY": "tok", "SBX": "s"}
+	env := map[string]string{"BADGOOD_MCP_KEY": "tok", "SBX": "s", "OPENROUTER_API_KEY": "k"}
 	tests := []struct {
 		name   string
 		yaml   string
@@ -20,7 +20,16 @@ func TestCheck(t *testing.T) {
 		{"bad chat id", "channels: {telegram: {proactive_chat_ids: ['abc']}}", []string{"channels.telegram.proactive_chat_ids[0]"}},
 		{"agent_max_seconds low", "gateway: {mcp_http: {agent_max_seconds: 4}}", []string{"gateway.mcp_http.agent_max_seconds"}},
 		{"agent_max_seconds high", "gateway: {mcp_http: {agent_max_seconds: 601}}", []string{"gateway.mcp_http.agent_max_seconds"}},
-		{"bad redact pattern", "gateway: {mcp_http: {redact_patterns: ['(unclosed']}}", []string{"gateway.mcp_http.redact_patterns"}},
+		{"bad redact pattern", "gateway: {mcp_http: {redact_patterns: ['(unclosed']}}", []string{"gateway.mcp_http.redact_patterns[0]"}},
+		{"empty-matching redact patterns", `gateway: {mcp_http: {redact_patterns: ['corp-[0-9]{6}', 'a*', 'ok', '\b']}}`,
+			[]string{"gateway.mcp_http.redact_patterns[1]", "gateway.mcp_http.redact_patterns[3]"}},
+		{"provider key unset", "llm: {api_key_env: MY_ROUTER_KEY}", []string{"llm.api_key_env"}},
+		{"other provider's key unset", "llm: {provider: anthropic}", []string{"llm.api_key_env"}},
+		{"alias provider's key unset", "llm: {provider: work, aliases: {work: {provider: openai, api_key_env: WORK_KEY}}}", []string{"llm.aliases.work.api_key_env"}},
+		{"ollama needs no key", "llm: {provider: ollama, model: llama3.2}", nil},
+		{"alias of ollama needs no key", "llm: {provider: lab, aliases: {lab: {provider: ollama}}}", nil},
+		{"router as the default model", "llm: {model: openrouter/auto}", []string{"llm.model"}},
+		{"router named explicitly is fine", "llm: {model: z-ai/glm-5.3-flash}\ngateway: {mcp_http: {ask_allowed_models: [openrouter/auto]}}", nil},
 		{"bad provider", "llm: {provider: gemini}", []string{"llm.provider"}},
 		{"bad profile", "execution: {profile: laptop}", []string{"execution.profile"}},
 		{"bad sandbox", "agent: {sandbox: {mode: some, backend: lxc}}", []string{"agent.sandbox.mode", "agent.sandbox.backend"}},
@@ -31,6 +40,10 @@ func TestCheck(t *testing.T) {
 			[]string{"gateway.mcp_http.orchestrators[Bad_Name].name", "gateway.mcp_http.orchestrators[Bad_Name].key_env",
 				"gateway.mcp_http.orchestrators[Bad_Name].tools", "gateway.mcp_http.orchestrators[Bad_Name].tools",
 				"gateway.mcp_http.orchestrators[Bad_Name].sandbox.url", "gateway.mcp_http.orchestrators[Bad_Name].sandbox.token_env"}},
+		{"orchestrator named owner", "gateway: {mcp_http: {orchestrators: [{name: owner, key_env: BADGOOD_MCP_KEY}]}}", []string{"gateway.mcp_http.orchestrators[owner].name"}},
+		{"orchestrator nome owner", "gateway: {mcp_http: {orchestrators: [{nome: owner, key_env: BADGOOD_MCP_KEY}]}}", []string{"gateway.mcp_http.orchestrators[owner].name"}},
+		{"deny_tools ok", "gateway: {mcp_http: {orchestrators: [{name: a, key_env: BADGOOD_MCP_KEY, tools: [status, ask], deny_tools: [ask, agent]}]}}", nil},
+		{"deny_tools unknown", "gateway: {mcp_http: {orchestrators: [{name: a, key_env: BADGOOD_MCP_KEY, deny_tools: [shell]}]}}", []string{"gateway.mcp_http.orchestrators[a].deny_tools"}},
 		{"duplicate orchestrators", "gateway: {mcp_http: {orchestrators: [{name: a, key_env: BADGOOD_MCP_KEY}, {name: a, key_env: BADGOOD_MCP_KEY}]}}", []string{"gateway.mcp_http.orchestrators[a].name"}},
 	}
 	for _, tt := range tests {
@@ -54,11 +67,97 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+func TestReservedOrchestratorNames(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		want bool
+	}{{"owner", true}, {"owners", false}, {"n8n", false}, {"", false}} {
+		if got := OrchestratorNameReserved(tt.name); got != tt.want {
+			t.Errorf("OrchestratorNameReserved(%q) = %v", tt.name, got)
+		}
+	}
+	cfg, err := Parse([]byte("gateway: {mcp_http: {orchestrators: [{name: owner, key_env: K}]}}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.applyDefaults()
+	ps := cfg.Check(func(string) string { return "set" })
+	if len(ps) != 1 || !strings.Contains(ps[0].Message, `"owner" is reserved`) {
+		t.Fatalf("problems %v", ps)
+	}
+}
+
 func TestOrchestratorNomeConflicts(t *testing.T) {
 	if _, err := Parse([]byte("gateway: {mcp_http: {orchestrators: [{name: a, nome: b, key_env: K}]}}")); err == nil {
 		t.Fatal("name and nome that differ must be an error")
 	}
 	if _, err := Parse([]byte("gateway: {mcp_http: {orchestrators: [{name: a, key_env: K, colour: red}]}}")); err == nil || !strings.Contains(err.Error(), "colour") {
 		t.Fatalf("unknown orchestrator key: %v", err)
+	}
+}
+
+// Which problems are warnings (printed, exit 0) and which are errors, and
+// that each message names what to fix.
+func TestCheckSeverityAndMessages(t *testing.T) {
+	tests := []struct {
+		yaml    string
+		field   string
+		warning bool
+		says    string
+	}{
+		{"llm: {model: openrouter/auto}", "llm.model", true, "router that may pick costlier models"},
+		{"llm: {model: OpenRouter/Auto:nitro}", "llm.model", true, "z-ai/glm-5.3-flash"},
+		{"", "llm.api_key_env", false, "OPENROUTER_API_KEY is not set"},
+		{"llm: {provider: openai, api_key_env: CORP_OPENAI}", "llm.api_key_env", false, "CORP_OPENAI is not set"},
+		{"llm: {provider: w, aliases: {w: {provider: anthropic}}}", "llm.aliases.w.api_key_env", false, "ANTHROPIC_API_KEY is not set"},
+		{"gateway: {mcp_http: {redact_patterns: ['x?']}}", "gateway.mcp_http.redact_patterns[0]", false, "matches the empty string (ignored)"},
+	}
+	for _, tt := range tests {
+		cfg, err := Parse([]byte(tt.yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.applyDefaults()
+		var found bool
+		for _, p := range cfg.Check(func(string) string { return "" }) {
+			if p.Field != tt.field {
+				continue
+			}
+			found = true
+			if p.Warning != tt.warning || !strings.Contains(p.Message, tt.says) {
+				t.Errorf("%q: %+v, want warning=%v saying %q", tt.yaml, p, tt.warning, tt.says)
+			}
+		}
+		if !found {
+			t.Errorf("%q: no problem for %s", tt.yaml, tt.field)
+		}
+	}
+}
+
+func TestIsCostlyRouter(t *testing.T) {
+	tests := []struct {
+		model string
+		want  bool
+	}{
+		{"openrouter/auto", true},
+		{"OpenRouter/Auto", true},
+		{" openrouter/auto ", true},
+		{"openrouter/auto:nitro", true},
+		{"openrouter/auto:floor", true},
+		{"openrouter/auto-beta", true},
+		{"openrouter/autorouter", true},
+		{"openrouter/free", false},
+		{"openrouter/optimus-alpha", false},
+		{"openrouter", false},
+		{"z-ai/glm-5.3-flash", false},
+		{"anthropic/claude-auto", false}, // another namespace: a fixed model
+		{"auto", false},
+		{"openrouter/free:auto", false}, // the variant does not make it a router
+		{"", false},
+	}
+	for _, tt := range tests {
+		if got := IsCostlyRouter(tt.model); got != tt.want {
+			t.Errorf("IsCostlyRouter(%q) = %v, want %v", tt.model, got, tt.want)
+		}
 	}
 }

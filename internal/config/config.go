@@ -87,6 +87,8 @@ type Alias struct {
 // Brave holds the web_search key. Prefer BRAVE_API_KEY in the environment.
 type Brave struct {
 	APIKey string `json:"api_key,omitempty"`
+	// BaseURL overrides the Brave Search API endpoint (a proxy, a test double).
+	BaseURL string `json:"base_url,omitempty"`
 }
 
 // Execution says where the process runs, which decides whether bash exists.
@@ -98,6 +100,9 @@ type Execution struct {
 type Agent struct {
 	FileRoots []string `json:"file_roots,omitempty"`
 	Sandbox   Sandbox  `json:"sandbox"`
+	// FileWriteBackup makes file_write keep the replaced file as
+	// <path>.bak. Off by default: the workspace is usually under git.
+	FileWriteBackup bool `json:"file_write_backup,omitempty"`
 }
 
 // Sandbox configures the container bash runs in on the standard profile.
@@ -105,6 +110,9 @@ type Sandbox struct {
 	Mode      string   `json:"mode,omitempty"`    // off | all | allowlist
 	Backend   string   `json:"backend,omitempty"` // docker | podman | ssh
 	Allowlist []string `json:"allowlist,omitempty"`
+	// Elevated lists tools exempt from the sandbox in mode all. For bash
+	// that means the host: registered on isolated-pod, absent on standard.
+	Elevated []string `json:"elevated,omitempty"`
 	// Image is the container image bash runs in ("" = a Debian slim image).
 	Image string `json:"image,omitempty"`
 }
@@ -139,17 +147,23 @@ type MCPHTTP struct {
 	AgentMaxSeconds      int            `json:"agent_max_seconds,omitempty"`
 	RedactPatterns       []string       `json:"redact_patterns,omitempty"`
 	Orchestrators        []Orchestrator `json:"orchestrators,omitempty"`
+	// WebFetchAllowedHosts are hosts (or host:port) the gateway's local
+	// web_fetch may reach even though they resolve to a loopback, private
+	// or link-local address; every other such destination is refused.
+	WebFetchAllowedHosts []string `json:"web_fetch_allowed_hosts,omitempty"`
 }
 
 // Orchestrator is one external caller of the gateway. Its token is in
 // the variable KeyEnv names or in the file KeyFile names (one of them).
 type Orchestrator struct {
-	Name    string               `json:"name"`
-	KeyEnv  string               `json:"key_env,omitempty"`
-	KeyFile string               `json:"key_file,omitempty"`
-	Tools   []string             `json:"tools,omitempty"`
-	Chats   []string             `json:"chats,omitempty"`
-	Sandbox *OrchestratorSandbox `json:"sandbox,omitempty"`
+	Name    string   `json:"name"`
+	KeyEnv  string   `json:"key_env,omitempty"`
+	KeyFile string   `json:"key_file,omitempty"`
+	Tools   []string `json:"tools,omitempty"`
+	// DenyTools are refused even when Tools lists them: deny wins.
+	DenyTools []string             `json:"deny_tools,omitempty"`
+	Chats     []string             `json:"chats,omitempty"`
+	Sandbox   *OrchestratorSandbox `json:"sandbox,omitempty"`
 }
 
 // OrchestratorSandbox points at the orchestrator's own `garra sandbox` pod.

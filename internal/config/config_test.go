@@ -164,3 +164,15 @@ llm:
 		t.Fatalf("ProviderNames = %s", names)
 	}
 }
+
+// The seed's agent.sandbox.elevated key is part of the file format (the
+// strict decoder would refuse it otherwise).
+func TestParseAcceptsSandboxElevated(t *testing.T) {
+	cfg, err := Parse([]byte("agent:\n  sandbox:\n    mode: all\n    backend: docker\n    elevated: [bash, web_fetch]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := cfg.Agent.Sandbox; s.Mode != "all" || len(s.Elevated) != 2 || s.Elevated[0] != "bash" || s.Elevated[1] != "web_fetch" {
+		t.Fatalf("sandbox = %+v", s)
+	}
+}

@@ -149,7 +149,7 @@ func TestCheckSecretFiles(t *testing.T) {
 	dir := t.TempDir()
 	key := writeSecret(t, dir, "key", "k\n")
 	missing := filepath.Join(dir, "missing")
-	env := map[string]string{"K": "k"}
+	env := map[string]string{"K": "k", "OPENROUTER_API_KEY": "k"}
 	tests := []struct {
 		name, yaml string
 		fields     []string
@@ -170,7 +170,7 @@ func TestCheckSecretFiles(t *testing.T) {
 			cfg.applyDefaults()
 			e := env
 			if strings.HasPrefix(tt.name, "env beats") {
-				e = map[string]string{EnvGatewayAPIKey: "from-env"}
+				e = map[string]string{EnvGatewayAPIKey: "from-env", "OPENROUTER_API_KEY": "k"}
 			}
 			getenv := func(k string) string { return e[k] }
 			cfg.applyEnv(getenv)
@@ -187,8 +187,34 @@ func TestCheckSecretFiles(t *testing.T) {
 	cfg, _ := Parse([]byte("gateway: {api_key_file: /run/k, mcp_http: {enabled: true, orchestrators: [{name: a, key_file: /run/a}]}}"))
 	cfg.applyDefaults()
 	seen := []string{}
-	ps := cfg.CheckWith(func(string) string { return "" }, func(p string) (string, error) { seen = append(seen, p); return "x", nil })
+	ps := cfg.CheckWith(func(k string) string { return env[k] }, func(p string) (string, error) { seen = append(seen, p); return "x", nil })
 	if len(ps) != 0 || strings.Join(seen, ",") != "/run/k,/run/a" {
 		t.Fatalf("CheckWith: problems %v, read %v", ps, seen)
+	}
+}
+
+// What the config names as files is held by the process too, so it is
+// among the values every redactor knows.
+func TestSecretValuesReadsSecretFiles(t *testing.T) {
+	dir := t.TempDir()
+	owner := writeSecret(t, dir, "owner", "owner-from-a-file\n")
+	tok := writeSecret(t, dir, "tok", "orchestrator-from-a-file")
+	sbx := writeSecret(t, dir, "sbx", "sandbox-from-a-file")
+	cfg, err := Parse([]byte("gateway: {api_key_file: " + owner + ", mcp_http: {orchestrators: [" +
+		"{name: a, key_file: " + tok + ", sandbox: {url: 'http://a:8080/mcp', token_file: " + sbx + "}}, " +
+		"{name: b, key_env: B, key_file: " + filepath.Join(dir, "missing") + "}]}}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.applyDefaults()
+	got := cfg.SecretValues(func(k string) string {
+		if k == "B" {
+			return "b-from-env"
+		}
+		return ""
+	})
+	want := []string{"owner-from-a-file", "orchestrator-from-a-file", "sandbox-from-a-file", "b-from-env"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("SecretValues = %q, want %q", got, want)
 	}
 }

@@ -65,6 +65,8 @@ var Kinds = []Kind{
 
 	{"tool_not_allowed", "gateway.KindToolNotAllowed", "every envelope (http); audit",
 		"The caller's `tools` list does not grant this tool (the owner never has garra_agent). Also the audit kind of a resource read the caller's tools do not allow."},
+	{"tool_denied", "gateway.KindToolDenied", "every envelope (http); audit",
+		"The orchestrator's `deny_tools` lists this tool. Deny wins over its `tools` list; remove the entry to allow it."},
 	{"send_disabled", "gateway.KindSendDisabled", "garra.mcp.v1 (http)",
 		"gateway.mcp_http.allow_send is false."},
 	{"no_allowlist", "gateway.KindNoAllowlist", "garra.mcp.v1 (http)",
@@ -103,6 +105,8 @@ var HTTP = []HTTPStatus{
 		"gateway.mcp_http.enabled is false, or there is no gateway.api_key: the route does not exist (not 403, which would confirm something is there)."},
 	{429, "rate_limited", "too many requests", "rate_limited",
 		"The per-IP limit gateway.rate_limit.requests_per_minute is spent; Retry-After: 60. Counted in metrics, not in the audit file (a flood must not rotate it away)."},
+	{429, "rate_limited", "too many requests: a JSON-RPC batch counts each of its requests", "rate_limited",
+		"An authenticated JSON-RPC batch needs more of the per-IP limit than is left: each request in it counts (the POST itself counts one, refused or not). Send fewer at once; Retry-After: 60."},
 	{403, "forbidden", "cross-origin request refused", "origin_refused",
 		"A browser page fired the request (cross-site Origin). MCP clients send none."},
 	{403, "forbidden", "invalid Host header", "host_not_allowed",
@@ -120,7 +124,9 @@ var HTTP = []HTTPStatus{
 	{413, "", "request body exceeds 4194304 bytes", "",
 		"The body is over 4 MiB."},
 	{400, "", "malformed payload", "",
-		"The body is not JSON-RPC (also: an unsupported MCP-Protocol-Version header, or a batch)."},
+		"The body is not JSON-RPC (also: an unsupported MCP-Protocol-Version header)."},
+	{400, "", "JSON-RPC batching is not supported", "",
+		"A batch sent with MCP-Protocol-Version 2025-06-18 or later, which have no batches. Without the header, or with an older version, a batch is served and counts each request against the rate limit."},
 	{400, "", "JSON RPC not handled", "",
 		"A method name the MCP SDK does not know at all (on stdio: -32601)."},
 }
@@ -133,6 +139,14 @@ var JSONRPC = []RPCCode{
 	{-32602, "CodeInvalidParams", `unknown tool "…"` + ", " + `unknown prompt "…"`, "A tool or prompt this server does not offer to this caller (garra_agent on stdio without GARRAIA_MCP_ENABLE_TOOLS; delegate_task for a caller without garra_agent). A gateway tool that is only hidden is a refusal envelope instead."},
 	{-32602, "CodeInvalidParams", "Resource not found", "An unknown resource URI, a resource the caller's tools do not allow, or a conversation outside its `chats`: identical, data {\"uri\": the URI asked for}, so it is no existence oracle."},
 	{-32603, "CodeInternalError", "the conversation store is unavailable", "A garra://chats read while the conversation store fails."},
+}
+
+// StdioJSONRPC are the codes only `garra mcp-server` answers with: its line
+// reader's replies to input that is not JSON-RPC (over HTTP such a body is
+// a 400).
+var StdioJSONRPC = []RPCCode{
+	{-32700, "CodeParseError", "Parse error: the line is not valid JSON", "On stdio, a line that is not JSON. The id is null; the server goes on reading the next line."},
+	{-32600, "CodeInvalidRequest", "Invalid Request: …", "On stdio, a JSON line that is not a JSON-RPC 2.0 message (no or wrong `jsonrpc`, an id that is neither a string nor a number, an empty batch), or a line over 16 MiB. The id is the line's when it has a usable one, else null; the server goes on reading."},
 }
 
 // Markdown renders docs/errors.md.
@@ -171,10 +185,10 @@ func Markdown() string {
 	}
 
 	b.WriteString("\n## JSON-RPC error codes\n\n")
-	b.WriteString("Protocol errors, answered instead of a result (both surfaces). Input that is not JSON-RPC 2.0 at all gets no -32700/-32600 answer: ")
-	b.WriteString("on stdio the SDK ends the session and logs why on stderr; over HTTP it is the 400 above.\n\n")
+	b.WriteString("Protocol errors, answered instead of a result (both surfaces). Input that is not JSON-RPC 2.0 at all gets -32700 or -32600 on stdio, ")
+	b.WriteString("and the session goes on; over HTTP it is the 400 above.\n\n")
 	b.WriteString("| code | go-sdk constant | message | when |\n|---|---|---|---|\n")
-	for _, r := range JSONRPC {
+	for _, r := range append(append([]RPCCode{}, StdioJSONRPC...), JSONRPC...) {
 		fmt.Fprintf(&b, "| %d | `jsonrpc.%s` | %s | %s |\n", r.Code, r.Name, cell(r.Message), cell(r.When))
 	}
 

@@ -7,13 +7,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/garraia/garra/internal/agent"
 	"github.com/garraia/garra/internal/ask"
+	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/jail"
 	"github.com/garraia/garra/internal/tools"
 )
@@ -55,8 +58,11 @@ func (g *Gateway) runAgent(ctx context.Context, c Caller, req ask.Request, timeo
 	return env
 }
 
-// executorFor picks where c's agent tools run. It fails closed: no token for
-// the sandbox, or a workspace that is a symlink, is an executor error.
+// executorFor picks where c's agent tools run: in its sandbox pod (plus
+// web_search served here when the gateway holds a Brave key), or in its
+// local workspace. It fails closed: no token for the sandbox is an
+// executor error; a local workspace that is not materialized gets the
+// refusing executor (see localExecutor).
 func (g *Gateway) executorFor(c Caller) (tools.Executor, func(), error) {
 	noop := func() {}
 	if c.Sandbox != nil && c.Sandbox.URL != "" {
@@ -64,48 +70,145 @@ func (g *Gateway) executorFor(c Caller) (tools.Executor, func(), error) {
 		if err != nil {
 			return nil, noop, fmt.Errorf("sandbox token: %w", err)
 		}
-		return tools.NewRemote(tools.RemoteOptions{URL: c.Sandbox.URL, Token: token}), noop, nil
+		remote := tools.NewRemote(tools.RemoteOptions{URL: c.Sandbox.URL, Token: token})
+		if key := g.cfg.LLM.Brave.APIKey; key != "" {
+			composed, err := newWithWebSearch(remote, key, g.cfg.LLM.Brave.BaseURL)
+			if err != nil {
+				return nil, noop, err
+			}
+			return composed, noop, nil
+		}
+		return remote, noop, nil
 	}
 	dir := WorkspaceDir(g.cfg.DataDirPath(), c.Name)
-	if err := ensureWorkspace(dir); err != nil {
-		return nil, noop, err
+	j, err := openWorkspace(dir)
+	if err != nil {
+		g.log.Warn("agent workspace not materialized: file tools deny every path and bash is refused",
+			"caller", c.Name, "reason", err.Error(), "fix", "restart the gateway to create it, or remove what is in its place")
+		return g.localExecutor(nil, ""), noop, nil
 	}
-	j := jail.New([]string{dir})
-	if len(j.Roots()) != 1 {
-		return nil, noop, errors.New("workspace did not resolve")
-	}
-	exposure := tools.DecideBash(tools.ExposureInput{
-		Profile: g.cfg.Execution.Profile, Mode: g.cfg.Agent.Sandbox.Mode, Backend: g.cfg.Agent.Sandbox.Backend,
-		Allowlist: g.cfg.Agent.Sandbox.Allowlist, LookPath: exec.LookPath,
-	})
-	var bash tools.BashRunner
-	switch exposure.Where {
-	case tools.BashHost:
-		bash = &tools.HostRunner{DefaultDir: dir}
-	case tools.BashContainer:
-		bash = tools.NewContainerRunner(exposure.Backend, g.cfg.Agent.Sandbox.Image)
-	}
-	local := tools.NewLocal(tools.LocalOptions{Jail: j, WorkingDir: dir, Bash: bash, BraveAPIKey: g.cfg.LLM.Brave.APIKey})
-	return local, func() { _ = j.Close() }, nil
+	return g.localExecutor(j, dir), func() { _ = j.Close() }, nil
 }
 
-// ensureWorkspace creates the workspace on first use and refuses one that
-// is not a plain directory (a symlink planted there would widen the jail).
-func ensureWorkspace(dir string) error {
+// localExecutor is the in-process executor on workspace dir, confined by
+// j. With no workspace (j nil, dir ""), every file tool denies every path
+// and bash, where the profile would offer it, is listed but refuses to
+// run: the tools the model sees do not change, only what they may touch.
+func (g *Gateway) localExecutor(j *jail.Jail, dir string) tools.Executor {
+	exposure := tools.DecideBash(tools.ExposureInput{
+		Profile: g.cfg.Execution.Profile, Mode: g.cfg.Agent.Sandbox.Mode, Backend: g.cfg.Agent.Sandbox.Backend,
+		Allowlist: g.cfg.Agent.Sandbox.Allowlist, Elevated: g.cfg.Agent.Sandbox.Elevated, LookPath: exec.LookPath,
+	})
+	var bash tools.BashRunner
+	switch {
+	case exposure.Where == tools.BashNone:
+	case dir == "":
+		bash = refusedBash{}
+	case exposure.Where == tools.BashHost:
+		bash = &tools.HostRunner{DefaultDir: dir}
+	case exposure.Where == tools.BashContainer:
+		bash = tools.NewContainerRunner(exposure.Backend, g.cfg.Agent.Sandbox.Image)
+	}
+	return tools.NewLocal(tools.LocalOptions{Jail: j, WorkingDir: dir, Bash: bash,
+		BraveAPIKey: g.cfg.LLM.Brave.APIKey, BraveBaseURL: g.cfg.LLM.Brave.BaseURL,
+		FileWriteBackup: g.cfg.Agent.FileWriteBackup, Egress: g.egress})
+}
+
+// webFetchGuard is the egress guard of web_fetch in local workspaces: the
+// gateway shares its host with its own /metrics and, in a cluster, with the
+// metadata endpoint and every Service, so only public addresses and the
+// operator's web_fetch_allowed_hosts are reachable. An entry that does not
+// parse is skipped with a warning, like a bad redact pattern: it admits
+// nothing, and config check names it. Sandbox pods are not covered: their
+// NetworkPolicy is the boundary, and their bash reaches whatever their
+// web_fetch could.
+func webFetchGuard(m config.MCPHTTP, log *slog.Logger) *tools.EgressGuard {
+	var hosts []string
+	for i, h := range m.WebFetchAllowedHosts {
+		if err := config.ParseWebFetchHost(h); err != nil {
+			log.Warn("web_fetch allowed host ignored", "field", fmt.Sprintf("gateway.mcp_http.web_fetch_allowed_hosts[%d]", i),
+				"error", err, "fix", "run garra config check")
+			continue
+		}
+		hosts = append(hosts, h)
+	}
+	return tools.NewEgressGuard(hosts)
+}
+
+// ErrWorkspaceUnavailable is what bash answers for an orchestrator whose
+// workspace is not materialized.
+var ErrWorkspaceUnavailable = errors.New("this orchestrator's workspace is not available, so bash does not run")
+
+// refusedBash is bash for an orchestrator without a workspace.
+type refusedBash struct{}
+
+func (refusedBash) Run(context.Context, string, string) (string, int, error) {
+	return "", -1, ErrWorkspaceUnavailable
+}
+
+// materializeWorkspaces creates, at boot, the local workspace of every
+// orchestrator that can run garra_agent without a sandbox pod. This is the
+// only place one is created: a workspace missing (or replaced) later is
+// not recreated by a call, which fails closed instead.
+func (g *Gateway) materializeWorkspaces() {
+	for _, cr := range g.creds {
+		c := cr.caller
+		if c.Owner || (c.Sandbox != nil && c.Sandbox.URL != "") || !slices.Contains(Visible(c, g.switches), ToolAgent) {
+			continue
+		}
+		if err := materializeWorkspace(WorkspaceDir(g.cfg.DataDirPath(), c.Name)); err != nil {
+			g.log.Warn("agent workspace not materialized: its file tools deny every path and bash is refused",
+				"caller", c.Name, "reason", err.Error())
+		}
+	}
+}
+
+// materializeWorkspace creates dir (and <data_dir>/workspace) owner-only,
+// and checks that what is there is a plain directory.
+func materializeWorkspace(dir string) error {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return fmt.Errorf("create workspace parent: %w", err)
 	}
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("create workspace: %w", err)
 	}
+	return plainDir(dir)
+}
+
+// plainDir refuses anything but a directory that is not a symlink: a
+// symlink planted there would widen the jail to wherever it points.
+func plainDir(dir string) error {
 	fi, err := os.Lstat(dir)
-	if err != nil {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return errors.New("the workspace does not exist")
+	case err != nil:
 		return fmt.Errorf("workspace: %w", err)
-	}
-	if !fi.IsDir() || fi.Mode()&os.ModeSymlink != 0 {
-		return errors.New("workspace is not a plain directory")
+	case fi.Mode()&os.ModeSymlink != 0:
+		return errors.New("the workspace is a symlink")
+	case !fi.IsDir():
+		return errors.New("the workspace is not a directory")
 	}
 	return nil
+}
+
+// openWorkspace opens the jail on an existing, plain workspace directory.
+// The jail resolves symlinks, so a directory swapped for a symlink after
+// the check would open elsewhere: the root it opened must be dir itself.
+func openWorkspace(dir string) (*jail.Jail, error) {
+	if err := plainDir(dir); err != nil {
+		return nil, err
+	}
+	parent, err := filepath.EvalSymlinks(filepath.Dir(dir))
+	if err != nil {
+		return nil, fmt.Errorf("workspace parent: %w", err)
+	}
+	j := jail.New([]string{dir})
+	if roots := j.Roots(); len(roots) != 1 || roots[0] != filepath.Join(parent, filepath.Base(dir)) {
+		_ = j.Close()
+		return nil, errors.New("the workspace changed while it was opened")
+	}
+	return j, nil
 }
 
 // failingExecutor stands in for an executor that could not be built; the

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/garraia/garra/internal/gateway"
+	"github.com/garraia/garra/internal/jail"
 	"github.com/garraia/garra/test/fakes/llmdouble"
 )
 
@@ -100,20 +101,105 @@ func TestAgentPolicyOrder(t *testing.T) {
 	}
 }
 
-func TestAgentWorkspaceSymlinkFailsClosed(t *testing.T) {
-	double := llmdouble.New(t, llmdouble.Step{Text: "unused"})
+// A workspace that is not materialized — replaced by a symlink, or gone
+// after boot — fails closed the way the spec says: the run goes on, every
+// file tool denies every path, and bash is refused; nothing is created or
+// followed.
+func TestAgentWorkspaceNotMaterializedFailsClosed(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		breakIt func(t *testing.T, dir, elsewhere string)
+	}{
+		{"symlink", func(t *testing.T, dir, elsewhere string) {
+			must(t, os.Remove(dir))
+			must(t, os.Symlink(elsewhere, dir))
+		}},
+		{"missing", func(t *testing.T, dir, _ string) { must(t, os.Remove(dir)) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			double := llmdouble.New(t,
+				llmdouble.Step{ToolCalls: []llmdouble.Call{
+					{Name: "file_read", Args: `{"path":"secret.txt"}`},
+					{Name: "file_write", Args: `{"path":"planted.txt","content":"x"}`},
+					{Name: "bash", Args: `{"command":"echo hi > planted-by-bash.txt"}`},
+				}},
+				llmdouble.Step{Text: "could not touch anything"},
+			)
+			yaml := enabled + "    allow_agent: true\n    agent_max_seconds: 60\n" + twoAgents +
+				"execution: {profile: isolated-pod}\nllm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n"
+			h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "k"})
+			dir := gateway.WorkspaceDir(h.cfg.DataDirPath(), "alpha")
+			if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+				t.Fatalf("the workspace was not materialized at boot: %v %v", fi, err)
+			}
+			elsewhere := t.TempDir()
+			must(t, os.WriteFile(filepath.Join(elsewhere, "secret.txt"), []byte("not yours"), 0o600))
+			tt.breakIt(t, dir, elsewhere)
+
+			res, isErr := call(t, client(t, h.url, "alpha-token-1234567"), "garra_agent", map[string]any{"message": "x"})
+			calls, _ := res["tool_calls"].([]any)
+			if isErr || res["ok"] != true || len(calls) != 3 {
+				t.Fatalf("the run must go on with refusing tools, not fail: %v", res)
+			}
+			for _, c := range calls {
+				if c.(map[string]any)["success"] != false {
+					t.Errorf("a tool succeeded without a workspace: %v", c)
+				}
+			}
+			reqs := double.Requests()
+			if len(reqs) != 2 || !strings.Contains(strings.Join(reqs[0].ToolNames, " "), "bash") {
+				t.Fatalf("requests %d, tools %v", len(reqs), reqs[0].ToolNames)
+			}
+			body := string(reqs[1].RawBody)
+			if strings.Count(body, jail.ErrDenied.Error()) != 2 || !strings.Contains(body, gateway.ErrWorkspaceUnavailable.Error()) {
+				t.Fatalf("tool results are not the spec's refusals:\n%s", body)
+			}
+			if strings.Contains(body, "not yours") || strings.Contains(body, h.cfg.DataDirPath()) {
+				t.Fatal("a refusal leaked content or the host path")
+			}
+			for _, p := range []string{"planted.txt", "planted-by-bash.txt"} {
+				if _, err := os.Lstat(filepath.Join(elsewhere, p)); err == nil {
+					t.Errorf("%s written through the symlink", p)
+				}
+			}
+			if tt.name == "missing" {
+				if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
+					t.Fatalf("a call recreated the workspace: %v", err)
+				}
+			}
+			if !strings.Contains(h.logs.String(), "agent workspace not materialized") {
+				t.Fatalf("no warning in the log:\n%s", h.logs.String())
+			}
+		})
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// agent.file_write_backup keeps the replaced file as <path>.bak in the
+// orchestrator's workspace.
+func TestAgentFileWriteBackup(t *testing.T) {
+	double := llmdouble.New(t,
+		llmdouble.Step{ToolCalls: []llmdouble.Call{
+			{Name: "file_write", Args: `{"path":"plan.md","content":"v1"}`},
+			{Name: "file_write", Args: `{"path":"plan.md","content":"v2"}`},
+		}},
+		llmdouble.Step{Text: "rewrote it"})
 	yaml := enabled + "    allow_agent: true\n    agent_max_seconds: 60\n" + twoAgents +
-		"llm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n"
+		"agent: {file_write_backup: true}\nllm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n"
 	h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "k"})
+	if res, _ := call(t, client(t, h.url, "alpha-token-1234567"), "garra_agent", map[string]any{"message": "x"}); res["ok"] != true {
+		t.Fatalf("run: %v", res)
+	}
 	dir := gateway.WorkspaceDir(h.cfg.DataDirPath(), "alpha")
-	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(t.TempDir(), dir); err != nil {
-		t.Fatal(err)
-	}
-	res, isErr := call(t, client(t, h.url, "alpha-token-1234567"), "garra_agent", map[string]any{"message": "x"})
-	if !isErr || res["ok"] != false || strings.Contains(res["error"].(map[string]any)["message"].(string), h.cfg.DataDirPath()) {
-		t.Fatalf("symlinked workspace: %v", res)
+	cur, err1 := os.ReadFile(filepath.Join(dir, "plan.md"))
+	bak, err2 := os.ReadFile(filepath.Join(dir, "plan.md.bak"))
+	if err1 != nil || err2 != nil || string(cur) != "v2" || string(bak) != "v1" {
+		t.Fatalf("plan.md %q (%v), plan.md.bak %q (%v)", cur, err1, bak, err2)
 	}
 }

@@ -41,6 +41,22 @@ func (b *Budget) Take() bool {
 	return true
 }
 
+// TakeN consumes n units if the window has room for all of them, and none
+// otherwise.
+func (b *Budget) TakeN(n int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.now()
+	b.expire(t)
+	if n < 0 || len(b.taken)+n > b.limit {
+		return false
+	}
+	for range n {
+		b.taken = append(b.taken, t)
+	}
+	return true
+}
+
 // Remaining is how many takes the window has room for now.
 func (b *Budget) Remaining() int {
 	b.mu.Lock()

@@ -28,6 +28,12 @@ func callersFrom(cfg *config.Config, getenv func(string) string, log *slog.Logge
 		creds = append(creds, credential{sha256.Sum256([]byte(cfg.Gateway.APIKey)), Caller{Name: OwnerName, Owner: true}})
 	}
 	for _, o := range cfg.Gateway.MCPHTTP.Orchestrators {
+		if config.OrchestratorNameReserved(o.Name) {
+			// It would read as the owner in every log and audit line.
+			log.Warn("orchestrator disabled: its name is reserved", "orchestrator", o.Name,
+				"fix", "rename it; `garra config check` lists the reserved names")
+			continue
+		}
 		token, err := o.Token(getenv)
 		if err != nil {
 			log.Warn("orchestrator disabled: no token", "orchestrator", o.Name, "error", err.Error(),
@@ -38,6 +44,11 @@ func callersFrom(cfg *config.Config, getenv func(string) string, log *slog.Logge
 		for _, g := range o.Tools {
 			if t, ok := toolByGrant[g]; ok {
 				c.Grants = append(c.Grants, t)
+			}
+		}
+		for _, g := range o.DenyTools {
+			if t, ok := toolByGrant[g]; ok {
+				c.Denied = append(c.Denied, t)
 			}
 		}
 		creds = append(creds, credential{sha256.Sum256([]byte(token)), c})

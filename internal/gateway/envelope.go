@@ -47,6 +47,8 @@ func refusalMessage(kind string) string {
 	switch kind {
 	case KindToolNotAllowed:
 		return "this caller may not use this tool"
+	case KindToolDenied:
+		return "this tool is in this caller's deny_tools"
 	case KindSendDisabled:
 		return "sending is disabled on this gateway (gateway.mcp_http.allow_send)"
 	case KindNoAllowlist:

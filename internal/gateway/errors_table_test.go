@@ -22,6 +22,7 @@ func TestErrorTableHTTPRowsMatchTheGateway(t *testing.T) {
 	h := start(t, "gateway:\n  api_key: "+ownerKey+"\n  rate_limit: {requests_per_minute: 1000}\n  mcp_http: {enabled: true}\n", nil)
 	off := start(t, "gateway: {api_key: "+ownerKey+"}\n", nil)
 	limited := start(t, "gateway:\n  api_key: "+ownerKey+"\n  rate_limit: {requests_per_minute: 1}\n  mcp_http: {enabled: true}\n", nil)
+	batchLimited := start(t, "gateway:\n  api_key: "+ownerKey+"\n  rate_limit: {requests_per_minute: 2}\n  mcp_http: {enabled: true}\n", nil)
 
 	type result struct {
 		status int
@@ -36,6 +37,12 @@ func TestErrorTableHTTPRowsMatchTheGateway(t *testing.T) {
 		"too many requests": func() result {
 			do("POST", limited.url, ownerKey, toolsList, nil)
 			return do("POST", limited.url, ownerKey, toolsList, nil)
+		},
+		"too many requests: a JSON-RPC batch counts each of its requests": func() result {
+			return do("POST", batchLimited.url, ownerKey, batchOf(3), nil)
+		},
+		"JSON-RPC batching is not supported": func() result {
+			return do("POST", h.url, ownerKey, batchOf(2), map[string]string{"MCP-Protocol-Version": "2025-06-18"})
 		},
 		"cross-origin request refused": func() result {
 			return do("POST", h.url, ownerKey, toolsList, map[string]string{"Origin": "https://evil.example.com", "Sec-Fetch-Site": "cross-site"})

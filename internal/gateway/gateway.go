@@ -21,6 +21,7 @@ import (
 	"github.com/garraia/garra/internal/chat"
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/redact"
+	"github.com/garraia/garra/internal/tools"
 )
 
 // MaxBodyBytes caps a POST /mcp body (413 beyond).
@@ -55,11 +56,12 @@ type Gateway struct {
 	creds       []credential
 	servers     map[string]*mcp.Server // by caller name
 	askCore     *ask.Core
-	red         *redact.Redactor // built-ins + redact_patterns
-	builtinRed  *redact.Redactor // built-ins only (history, ask success)
+	red         *redact.Redactor // built-ins + redact_patterns + secret values
+	builtinRed  *redact.Redactor // built-ins + secret values (history, ask success)
 	sendBudget  *Budget
 	askBudget   *Budget
 	agentBudget *Budget
+	egress      *tools.EgressGuard // web_fetch in local workspaces
 	limiter     *RateLimiter
 	metrics     *metrics
 	audit       *audit.Log
@@ -67,6 +69,7 @@ type Gateway struct {
 	started     time.Time
 	mounted     bool
 	sdkLog      *slog.Logger
+	reqCtx      *requestContexts
 }
 
 // warnOnly passes records of level warn and above.
@@ -118,17 +121,23 @@ func New(o Options) (*Gateway, error) {
 	for _, err := range badPatterns {
 		o.Logger.Warn("redact pattern ignored", "error", err, "fix", "run garra config check")
 	}
+	// Every key and token this process holds is redacted by value too,
+	// whatever its shape: in answers, errors, history and summaries.
+	secrets := cfg.SecretValues(o.Getenv)
+	red = red.WithSecrets(secrets...)
 	g := &Gateway{
 		cfg: cfg, getenv: o.Getenv, log: o.Logger, version: o.Version,
 		store: o.Store, sender: o.Sender,
 		switches:    SwitchesFrom(cfg),
 		red:         red,
-		builtinRed:  redact.Default(),
+		builtinRed:  redact.Default().WithSecrets(secrets...),
 		sendBudget:  NewBudget(SendBudgetPerMinute, time.Minute, o.Now),
 		askBudget:   NewBudget(m.AskBudgetPerMinute, time.Minute, o.Now),
 		agentBudget: NewBudget(m.AgentBudgetPerMinute, time.Minute, o.Now),
+		egress:      webFetchGuard(m, o.Logger),
 		limiter:     NewRateLimiter(max(1, cfg.Gateway.RateLimit.RequestsPerMinute), time.Minute, o.Now),
 		audit:       o.Audit,
+		reqCtx:      newRequestContexts(),
 		now:         o.Now,
 		started:     o.Now(),
 	}
@@ -151,6 +160,7 @@ func New(o Options) (*Gateway, error) {
 		for _, c := range g.creds {
 			g.servers[c.caller.Name] = g.newMCPServer(c.caller)
 		}
+		g.materializeWorkspaces()
 		host := "so loopback"
 		if len(cfg.Gateway.AllowedHosts) > 0 {
 			host = fmt.Sprintf("loopback + %d allowed_hosts", len(cfg.Gateway.AllowedHosts))
@@ -176,7 +186,8 @@ func (g *Gateway) Handler() http.Handler {
 
 // mcpHandler stacks the layers in the spec's places: rate limit and origin
 // guard (inherited router layers), Host validation, the api-key gate, the
-// Accept rule, then the SDK's stateless JSON transport (415, 413).
+// rest of a batch's charge against the rate limit, the Accept rule, then
+// the SDK's stateless JSON transport (415, 413).
 func (g *Gateway) mcpHandler() http.Handler {
 	sdk := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		c, ok := callerFrom(r.Context())
@@ -192,10 +203,14 @@ func (g *Gateway) mcpHandler() http.Handler {
 		// allowed_hosts, which the SDK's loopback-only check cannot.
 		DisableLocalhostProtection: true,
 		Logger:                     g.sdkLog,
+		// A client that goes away cancels its call (2026-07-28; older
+		// versions through g.reqCtx).
+		PropagateRequestCancellation: true,
 	})
 	refused := g.refusedHTTP
-	var h http.Handler = sdk
+	h := g.reqCtx.bind(sdk)
 	h = acceptGuard(refused, h)
+	h = g.limiter.batchCharge(refused, h)
 	h = requireBearer(g.creds, refused, h)
 	h = hostGuard(g.cfg.Gateway.AllowedHosts, refused, h)
 	h = originGuard(refused, h)

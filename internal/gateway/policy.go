@@ -30,6 +30,7 @@ var toolByGrant = map[string]string{
 // Stable refusal kinds (spec §4.2, §4.3, §5).
 const (
 	KindToolNotAllowed     = "tool_not_allowed"
+	KindToolDenied         = "tool_denied"
 	KindSendDisabled       = "send_disabled"
 	KindNoAllowlist        = "no_allowlist"
 	KindTargetNotAllowed   = "target_not_allowed"
@@ -53,13 +54,17 @@ type Caller struct {
 	Owner bool
 	// Grants are the MCP tool names the orchestrator's `tools` list names.
 	Grants []string
+	// Denied are the MCP tool names its `deny_tools` list names; a denied
+	// tool is refused even when Grants has it.
+	Denied []string
 	// Chats restricts which conversations the caller sees; empty = all.
 	Chats   []string
 	Sandbox *config.OrchestratorSandbox
 }
 
-// OwnerName is the audit name of the gateway key's holder.
-const OwnerName = "owner"
+// OwnerName is the audit name of the gateway key's holder; no orchestrator
+// may take it (config.ReservedOrchestratorNames).
+const OwnerName = config.OwnerCallerName
 
 // Switches is the operator configuration the policy reads.
 type Switches struct {
@@ -94,13 +99,16 @@ func (s Switches) switchedOn(tool string) bool {
 }
 
 // granted reports whether the caller's identity may use the tool. The owner
-// has every tool except garra_agent, which belongs to orchestrators.
+// has every tool except garra_agent, which belongs to orchestrators. An
+// orchestrator's deny list wins over its grants.
 func (c Caller) granted(tool string) bool {
 	if c.Owner {
 		return tool != ToolAgent
 	}
-	return slices.Contains(c.Grants, tool)
+	return slices.Contains(c.Grants, tool) && !c.denied(tool)
 }
+
+func (c Caller) denied(tool string) bool { return !c.Owner && slices.Contains(c.Denied, tool) }
 
 // Visible lists the tools c may call now: what tools/list shows it.
 func Visible(c Caller, s Switches) []string {
@@ -115,8 +123,9 @@ func Visible(c Caller, s Switches) []string {
 
 // Refusal returns the stable kind refusing tool for c before any argument
 // is read, or "" when the call may proceed. The operator's switch is
-// checked before the caller's identity (spec §5.3), so a switched-off tool
-// reads the same to everyone.
+// checked before the caller's identity, so a switched-off tool reads the
+// same to everyone; then the caller's deny list (tool_denied, whatever its
+// tools list says), then its grants (tool_not_allowed).
 func Refusal(c Caller, s Switches, tool string) string {
 	switch tool {
 	case ToolSendMessage:
@@ -131,6 +140,9 @@ func Refusal(c Caller, s Switches, tool string) string {
 		if !s.AllowAgent {
 			return KindAgentDisabled
 		}
+	}
+	if c.denied(tool) {
+		return KindToolDenied
 	}
 	if !c.granted(tool) {
 		return KindToolNotAllowed

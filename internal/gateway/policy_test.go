@@ -25,6 +25,13 @@ func TestVisible(t *testing.T) {
 		{"orchestrator, agent on", n8n, Switches{AllowAgent: true}, "garra_status garra_agent"},
 		{"orchestrator, all on", n8n, Switches{AllowSend: true, SendDestinations: 2, AllowAsk: true, AllowAgent: true}, "garra_status garra_send_message garra_ask garra_agent"},
 		{"orchestrator without grants", Caller{Name: "x"}, Switches{AllowAgent: true, AllowAsk: true}, ""},
+		{"deny wins over tools", Caller{Name: "x", Grants: []string{ToolStatus, ToolAgent, ToolAsk}, Denied: []string{ToolAgent}},
+			Switches{AllowAgent: true, AllowAsk: true}, "garra_status garra_ask"},
+		{"deny of an ungranted tool changes nothing", Caller{Name: "x", Grants: []string{ToolStatus}, Denied: []string{ToolAsk}},
+			Switches{AllowAsk: true}, "garra_status"},
+		{"deny everything granted", Caller{Name: "x", Grants: []string{ToolStatus}, Denied: []string{ToolStatus}}, Switches{}, ""},
+		{"a deny list does not bind the owner", Caller{Name: OwnerName, Owner: true, Denied: []string{ToolStatus}}, Switches{},
+			"garra_status garra_list_chats garra_read_history garra_pair_status"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,6 +68,10 @@ func TestRefusal(t *testing.T) {
 		{"read tool not granted", agentOnly, all, ToolReadHistory, KindToolNotAllowed},
 		{"status granted", agentOnly, Switches{}, ToolStatus, ""},
 		{"owner reads", owner, Switches{}, ToolListChats, ""},
+		{"denied although granted", Caller{Name: "x", Grants: []string{ToolStatus}, Denied: []string{ToolStatus}}, all, ToolStatus, KindToolDenied},
+		{"denied and not granted", Caller{Name: "x", Denied: []string{ToolAsk}}, all, ToolAsk, KindToolDenied},
+		{"switch off before the deny list", Caller{Name: "x", Grants: []string{ToolAgent}, Denied: []string{ToolAgent}}, Switches{}, ToolAgent, KindAgentDisabled},
+		{"the rest of the grants stand", Caller{Name: "x", Grants: []string{ToolStatus, ToolAsk}, Denied: []string{ToolAsk}}, all, ToolStatus, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -235,5 +246,42 @@ func TestWorkspaceDir(t *testing.T) {
 	}
 	if strings.Contains(a, "badgood") {
 		t.Fatal("the caller's name must not appear in the path")
+	}
+}
+
+func TestBudgetTakeNIsAllOrNothing(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	b := NewBudget(5, time.Minute, clock.now)
+	if !b.TakeN(3) || b.Remaining() != 2 {
+		t.Fatalf("TakeN(3): remaining %d", b.Remaining())
+	}
+	if b.TakeN(3) || b.Remaining() != 2 {
+		t.Fatalf("a TakeN that does not fit took something: remaining %d", b.Remaining())
+	}
+	if !b.TakeN(2) || b.TakeN(1) || !b.TakeN(0) || b.TakeN(-1) {
+		t.Fatal("TakeN at the edge")
+	}
+	clock.advance(time.Minute)
+	if !b.TakeN(5) {
+		t.Fatal("the window slid; 5 must fit")
+	}
+}
+
+func TestBatchLen(t *testing.T) {
+	for _, tt := range []struct {
+		body string
+		want int
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, 1},
+		{` [ {"id":1}, {"id":2}, {"method":"notifications/initialized"} ]`, 3},
+		{"\n\t[{}]", 1},
+		{`[]`, 1},
+		{`[{"id":1},`, 1}, // malformed: the SDK answers 400
+		{`not json`, 1},
+		{``, 1},
+	} {
+		if got := batchLen([]byte(tt.body)); got != tt.want {
+			t.Errorf("batchLen(%q) = %d, want %d", tt.body, got, tt.want)
+		}
 	}
 }

@@ -84,7 +84,7 @@ func diagnoseResult(caller string, vis []string) *mcp.GetPromptResult {
 	}
 	next("Read the resource garra://policy. `tools` is what this caller may call now; a tool missing there is switched off by the operator (allow_send, allow_ask, allow_agent) or not in this caller's `tools` list — a setting, not an outage. `budgets` shows what is left this minute: 0 means calls get over_budget (or rate_limited for sends) until the window passes.")
 	if has(ToolStatus) {
-		next("Call garra_status. Check that `version` is set; that every channel you expect reports `online: true` (telegram offline: the bot token variable named by channels.telegram.bot_token_env is unset, or the bot cannot reach Telegram); and that `conversations` is a number (0 is normal on a fresh gateway; a store problem is logged by the gateway).")
+		next("Call garra_status. Check that `version` is set; that every channel you expect reports `online: true` (telegram offline: the bot token variable named by channels.telegram.bot_token_env is unset, or the bot cannot reach Telegram); and that `conversations` is a number: the conversations this caller may see (0 is normal on a fresh gateway, and for an orchestrator whose `chats` list is empty; a store problem is logged by the gateway).")
 	} else {
 		next("garra_status is not available to this caller: skip the status checks and say so.")
 	}
@@ -94,7 +94,7 @@ func diagnoseResult(caller string, vis []string) *mcp.GetPromptResult {
 		next("garra_pair_status is not available to this caller: skip the pairing checks.")
 	}
 	if has(ToolListChats) {
-		next("Call garra_list_chats (or read garra://chats). An empty list with `conversations` above 0 means this caller's `chats` scope excludes them all. Do not open histories unless the user asks: they are private conversations.")
+		next("Call garra_list_chats (or read garra://chats). It lists the same conversations garra_status counted; an empty list for an orchestrator means its `chats` scope names none that exist yet. Do not open histories unless the user asks: they are private conversations.")
 	}
 	if has(ToolSendMessage) {
 		next("garra_send_message is enabled: its destinations are channels.telegram.proactive_chat_ids. Do not send a test message; the policy's send budget is enough to confirm it is usable.")

@@ -118,7 +118,7 @@ func (g *Gateway) readStatus(c Caller) mcp.ResourceHandler {
 		if !ResourceVisible(c, g.switches, ResourceStatus) {
 			return nil, refusedRead(ctx, ResourceStatus, "", req.Params.URI)
 		}
-		text, err := envelopeText(ToolStatus, g.statusData(ctx))
+		text, err := envelopeText(ToolStatus, g.statusData(ctx, c))
 		if err != nil {
 			return nil, err
 		}

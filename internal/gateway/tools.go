@@ -40,10 +40,10 @@ func (g *Gateway) toolDescriptors() map[string]*mcp.Tool {
 		ToolSendMessage: {Name: ToolSendMessage, Title: "Send a message", InputSchema: sendSchema,
 			Description: "Send a message on Telegram to a destination the operator approved in advance. Shares one budget of 5 sends per minute across the gateway (garra.mcp.v1).",
 			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}},
-		ToolAsk: {Name: ToolAsk, Title: "Ask the LLM", InputSchema: askSchema,
+		ToolAsk: {Name: ToolAsk, Title: "Ask the LLM", InputSchema: askSchema(g.cfg.LLM.Provider, g.cfg.LLM.Model),
 			Description: "Ask this Garra's LLM one question; spends the owner's provider key within a per-minute budget (garra.ask.v1).",
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(true)}},
-		ToolAgent: {Name: ToolAgent, Title: "Delegate a task to the agent", InputSchema: agentSchema(m.AgentMaxSeconds),
+		ToolAgent: {Name: ToolAgent, Title: "Delegate a task to the agent", InputSchema: agentSchema(m.AgentMaxSeconds, g.cfg.LLM.Provider, g.cfg.LLM.Model),
 			Description: "Run a task with the Garra agent and its tools in this caller's own workspace; returns the answer and a summary of every tool used (garra.agent.v1).",
 			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(true)}},
 	}
@@ -67,6 +67,8 @@ func (g *Gateway) newMCPServer(c Caller) *mcp.Server {
 	for _, name := range AllTools {
 		h := handlers[name]
 		s.AddTool(descs[name], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			ctx, cancel := g.reqCtx.callContext(ctx, req)
+			defer cancel()
 			return g.dispatch(ctx, c, name, req.Params.Arguments, h)
 		})
 	}
@@ -92,6 +94,7 @@ type callInfo struct {
 	kind     string
 	provider string
 	model    string
+	dryRun   bool // a garra_send_message dry run: checked, not sent
 }
 
 // dispatch runs the pre-argument policy, the handler, and the audit line.
@@ -113,14 +116,32 @@ func (g *Gateway) dispatch(ctx context.Context, c Caller, tool string, args json
 	}
 	d := g.now().Sub(start)
 	g.metrics.observe(tool, info.outcome, info.kind, d)
-	g.log.Info("mcp call", "caller", c.Name, "tool", tool, "outcome", info.outcome, "error_kind", info.kind,
-		"provider", info.provider, "model", info.model, "latency_ms", d.Milliseconds())
-	g.audit.Record(audit.Record{Surface: audit.SurfaceHTTP, Caller: c.Name, Tool: tool, Target: auditTarget(tool, args),
-		Outcome: info.outcome, Kind: info.kind, Provider: info.provider, Model: info.model, Latency: d})
+	rec := audit.Record{Surface: audit.SurfaceHTTP, Caller: c.Name, Tool: tool, Target: auditTarget(tool, args),
+		Outcome: info.outcome, Kind: info.kind, DryRun: info.dryRun}
+	attrs := []any{"caller", c.Name, "tool", tool, "outcome", info.outcome, "error_kind", info.kind}
+	if info.dryRun {
+		attrs = append(attrs, "dry_run", true)
+	}
+	if kindOnly(tool, info) {
+		rec.KindOnly = true
+	} else {
+		rec.Provider, rec.Model, rec.Latency = info.provider, info.model, d
+		attrs = append(attrs, "provider", info.provider, "model", info.model, "latency_ms", d.Milliseconds())
+	}
+	g.log.Info("mcp call", attrs...)
+	g.audit.Record(rec)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 	}
 	return res, nil
+}
+
+// kindOnly reports whether the log and audit lines of a call carry its
+// kind alone: a garra_ask that did not succeed (refused, invalid, failed)
+// logs neither provider nor model nor latency, so its lines say no more
+// about the request than the stable kind does.
+func kindOnly(tool string, info callInfo) bool {
+	return tool == ToolAsk && info.outcome != audit.OutcomeOK
 }
 
 // auditTarget is the conversation a call touches, for the audit file (which
@@ -164,19 +185,22 @@ func (g *Gateway) refuse(tool, kind string) (*mcp.CallToolResult, callInfo) {
 
 var okInfo = callInfo{outcome: "ok"}
 
-func (g *Gateway) callStatus(ctx context.Context, _ Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
+func (g *Gateway) callStatus(ctx context.Context, c Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
 	if err := strictargs.Decode(raw, &noArgs{}); err != nil {
 		return nil, callInfo{}, err
 	}
-	return okResult(ToolStatus, g.statusData(ctx)), okInfo, nil
+	return okResult(ToolStatus, g.statusData(ctx, c)), okInfo, nil
 }
 
-// statusData is garra_status's data (and garra://status's).
-func (g *Gateway) statusData(ctx context.Context) map[string]any {
+// statusData is garra_status's data (and garra://status's) for c. The
+// conversation count is of those in c's chat scope: an orchestrator learns
+// nothing, not even how many, about conversations it may not see.
+func (g *Gateway) statusData(ctx context.Context, c Caller) map[string]any {
 	convs, err := g.store.Conversations(ctx, "")
 	if err != nil {
 		g.log.Error("conversation store", "error", err)
 	}
+	convs = slices.DeleteFunc(convs, func(cv chat.Conversation) bool { return !ChatInScope(c, cv.ID) })
 	channels := []map[string]any{}
 	for _, ch := range []string{chat.ChannelTelegram, chat.ChannelWeb} {
 		channels = append(channels, map[string]any{"name": ch, "online": ch == chat.ChannelWeb || g.sender.Online(ch)})
@@ -316,10 +340,20 @@ func (g *Gateway) callSend(ctx context.Context, c Caller, raw json.RawMessage) (
 	if !g.sender.Online(channel) {
 		return refuse(KindChannelOffline)
 	}
+	chatID, text := strings.TrimSpace(*a.ChatID), g.red.String(*a.Text)
+	if deref(a.DryRun) {
+		// Every check above ran; nothing is sent and the budget is only
+		// read. Echoing the destination is safe here: it is approved and
+		// in the caller's scope, and the caller named it.
+		return okResult(ToolSendMessage, map[string]any{
+			"dry_run": true, "delivered": false, "channel": channel, "chat_id": chatID,
+			"chat": chat.ConvID(channel, chatID), "text": text, "send_budget_remaining": g.sendBudget.Remaining(),
+		}), callInfo{outcome: audit.OutcomeOK, dryRun: true}, nil
+	}
 	if !g.sendBudget.Take() {
 		return refuse(KindRateLimited)
 	}
-	if err := g.sender.Send(ctx, channel, strings.TrimSpace(*a.ChatID), g.red.String(*a.Text)); err != nil {
+	if err := g.sender.Send(ctx, channel, chatID, text); err != nil {
 		// The channel's own text stays in the log.
 		g.log.Warn("send failed", "caller", c.Name, "channel", channel, "error", err)
 		return refuse(KindDeliveryFailed)

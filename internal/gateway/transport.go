@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -133,7 +135,10 @@ func NewRateLimiter(limit int, window time.Duration, now func() time.Time) *Rate
 }
 
 // Allow takes one request from ip's budget.
-func (l *RateLimiter) Allow(ip string) bool {
+func (l *RateLimiter) Allow(ip string) bool { return l.AllowN(ip, 1) }
+
+// AllowN takes n requests from ip's budget, all or none.
+func (l *RateLimiter) AllowN(ip string, n int) bool {
 	l.mu.Lock()
 	b, ok := l.budgets[ip]
 	if !ok {
@@ -150,16 +155,20 @@ func (l *RateLimiter) Allow(ip string) bool {
 		l.lastGC = t
 	}
 	l.mu.Unlock()
-	return b.Take()
+	return b.TakeN(n)
+}
+
+func clientIP(r *http.Request) string {
+	ip, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return ip
 }
 
 func (l *RateLimiter) middleware(onRefuse func(kind string), next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ip, _, err := net.SplitHostPort(r.RemoteAddr)
-		if err != nil {
-			ip = r.RemoteAddr
-		}
-		if !l.Allow(ip) {
+		if !l.Allow(clientIP(r)) {
 			onRefuse("rate_limited")
 			w.Header().Set("Retry-After", "60")
 			writeJSONError(w, http.StatusTooManyRequests, "rate_limited", "too many requests")
@@ -167,4 +176,59 @@ func (l *RateLimiter) middleware(onRefuse func(kind string), next http.Handler) 
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// batchCharge makes a JSON-RPC batch count each of its requests against the
+// per-IP limit (the outer limiter already took one for the POST).
+//
+// Why count rather than refuse: the go-sdk's stateless handler accepts a
+// batch whenever the request's protocol version is before 2025-06-18, and
+// a request without an MCP-Protocol-Version header counts as 2025-03-26,
+// whose clients may legitimately batch. Left alone, one POST of N calls
+// would cost one unit of the limit. Newer versions are refused by the SDK
+// (400) after this charge.
+//
+// It runs behind the bearer gate, so only an authenticated body is read
+// here; the SDK still applies its own size cap (413) to the same bytes.
+func (l *RateLimiter) batchCharge(onRefuse func(kind string), next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Body == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		head, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+		// Hand the SDK the whole body: what was read, then the rest.
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+		if err == nil && len(head) <= MaxBodyBytes {
+			if n := batchLen(head); n > 1 && !l.AllowN(clientIP(r), n-1) {
+				onRefuse(KindRateLimited)
+				w.Header().Set("Retry-After", "60")
+				writeJSONError(w, http.StatusTooManyRequests, KindRateLimited, BatchRateLimitedMessage)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// BatchRateLimitedMessage is the 429 message of a batch that does not fit
+// in what is left of the per-IP limit.
+const BatchRateLimitedMessage = "too many requests: a JSON-RPC batch counts each of its requests"
+
+// batchLen is the number of messages in a JSON-RPC batch body, or 1 for
+// anything else (a single message, or a body the SDK will refuse as
+// malformed anyway).
+func batchLen(body []byte) int {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '[' {
+		return 1
+	}
+	var msgs []json.RawMessage
+	if err := json.Unmarshal(trimmed, &msgs); err != nil || len(msgs) == 0 {
+		return 1
+	}
+	return len(msgs)
 }

@@ -88,6 +88,25 @@ func tooLarge(disp string, maxBytes int64) error {
 // directories are created inside the root. Any path with a .git component,
 // before or after following symlinks, is refused with ErrDenied.
 func (j *Jail) WriteFile(path string, data []byte) error {
+	return j.WriteFileWith(path, data, WriteOptions{})
+}
+
+// WriteOptions changes how WriteFileWith replaces an existing file.
+type WriteOptions struct {
+	// Backup keeps the contents of a file being replaced as "<name>.bak"
+	// beside it. The backup is an independent copy, itself written to a
+	// temporary file and renamed into place, so a reader of the .bak sees
+	// the previous backup or the new one, never a mix. A new file gets no
+	// backup; a backup that cannot be made fails the write (the caller
+	// asked not to lose the old contents).
+	Backup bool
+}
+
+// BackupSuffix is appended to a replaced file's name for its backup.
+const BackupSuffix = ".bak"
+
+// WriteFileWith is WriteFile with options.
+func (j *Jail) WriteFileWith(path string, data []byte, o WriteOptions) error {
 	r, rel, ok := j.locate(path)
 	if !ok || r.noWrite || hasGitComponent(rel) {
 		return ErrDenied
@@ -100,7 +119,75 @@ func (j *Jail) WriteFile(path string, data []byte) error {
 	if dir != r.h {
 		defer func() { _ = dir.Close() }()
 	}
+	if o.Backup && existing != nil {
+		if err := backup(dir, base, existing, disp); err != nil {
+			return err
+		}
+	}
 	return atomicWrite(dir, base, existing, data, disp)
+}
+
+// errChanged reports a file replaced between the walk and the backup.
+var errChanged = errors.New("the file changed while it was being backed up")
+
+// backup copies base, the regular file existing describes, to
+// base+BackupSuffix in dir, atomically (temporary file, fsync, rename). It
+// copies rather than hard-links so that the backup shares no inode with
+// anything the agent may later modify in place.
+func backup(dir *os.Root, base string, existing fs.FileInfo, disp string) (err error) {
+	src, err := dir.OpenFile(base, readFlags, 0)
+	if err != nil {
+		return ioErr("backup", disp, err)
+	}
+	defer func() { _ = src.Close() }()
+	if fi, err := src.Stat(); err != nil || !os.SameFile(fi, existing) {
+		return &fs.PathError{Op: "backup", Path: disp, Err: errChanged}
+	}
+	f, tmp, err := createTemp(dir, 0o600)
+	if err != nil {
+		return ioErr("backup", disp, err)
+	}
+	closed := false
+	defer func() {
+		if err != nil {
+			if !closed {
+				_ = f.Close()
+			}
+			_ = dir.Remove(tmp)
+		}
+	}()
+	if err = f.Chmod(existing.Mode().Perm()); err != nil {
+		return ioErr("backup", disp, err)
+	}
+	if _, err = io.Copy(f, src); err != nil {
+		return ioErr("backup", disp, err)
+	}
+	if err = f.Sync(); err != nil {
+		return ioErr("backup", disp, err)
+	}
+	closed = true
+	if err = f.Close(); err != nil {
+		return ioErr("backup", disp, err)
+	}
+	if err = dir.Rename(tmp, base+BackupSuffix); err != nil {
+		return ioErr("backup", disp, err)
+	}
+	return nil
+}
+
+// createTemp creates an unguessable temporary file in dir (nobody can plant
+// it first) with perm, umask applied.
+func createTemp(dir *os.Root, perm fs.FileMode) (*os.File, string, error) {
+	for try := 0; ; try++ {
+		tmp := ".garra-write-" + rand.Text() + ".tmp"
+		f, err := dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+		if err == nil {
+			return f, tmp, nil
+		}
+		if !errors.Is(err, fs.ErrExist) || try == 9 {
+			return nil, "", err
+		}
+	}
 }
 
 // walkForWrite resolves rel to an open directory handle and a final name in
@@ -225,17 +312,9 @@ func atomicWrite(dir *os.Root, base string, existing fs.FileInfo, data []byte, d
 	if existing != nil {
 		perm = 0o600 // widened to the old mode below, after creation
 	}
-	var f *os.File
-	var tmp string
-	for try := 0; ; try++ {
-		tmp = ".garra-write-" + rand.Text() + ".tmp" // unguessable: nobody can plant it first
-		f, err = dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, fs.ErrExist) || try == 9 {
-			return ioErr("create", disp, err)
-		}
+	f, tmp, err := createTemp(dir, perm)
+	if err != nil {
+		return ioErr("create", disp, err)
 	}
 	closed := false
 	defer func() {

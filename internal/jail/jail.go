@@ -63,6 +63,8 @@
 //     An existing file keeps its permission bits; owner, ACLs, extended
 //     attributes and hard links are not carried over. Writing to a symlink
 //     writes to the file it points at (inside the root), and the link stays.
+//     On request ([WriteOptions].Backup) the replaced contents are first
+//     copied, just as atomically, to "<name>.bak" beside the file.
 //   - Reads refuse anything that is not a regular file (FIFOs, devices) and
 //     open with O_NONBLOCK on Unix, so a FIFO cannot hang the call.
 //

@@ -30,27 +30,30 @@ type AgentRunner interface {
 	RunAgent(ctx context.Context, c agent.Call) (agent.Envelope, error)
 }
 
-var agentInputSchema = json.RawMessage(`{
+// agentInputSchema is garra_agent's schema, with the defaults in force.
+func agentInputSchema(d schemaDefaults) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{
   "type": "object",
   "properties": {
     "message": {"type": "string", "maxLength": 65536, "description": "The task for the agent. Max 64 KiB."},
-    "provider": {"type": "string", "enum": ["ollama", "anthropic", "openai", "openrouter"], "default": "openrouter", "description": "LLM provider. Provider aliases from the server's config are accepted too."},
-    "model": {"type": "string", "default": "z-ai/glm-5.3-flash", "description": "Model id. Pass openrouter/auto explicitly for complex tasks."},
-    "timeout_secs": {"type": "integer", "minimum": 5, "maximum": 1800, "default": 300, "description": "Wall-clock cap for the entire agent loop: every model round trip and every tool call."},
+    "provider": {"type": "string", "enum": ["ollama", "anthropic", "openai", "openrouter"], "default": %s, "description": "LLM provider. Provider aliases from the server's config are accepted too."},
+    "model": {"type": "string", "default": %s, "description": "Model id. Pass openrouter/auto explicitly for complex tasks."},
+    "timeout_secs": {"type": "integer", "minimum": 5, "maximum": 1800, "default": %d, "description": "Wall-clock cap for the entire agent loop: every model round trip and every tool call."},
     "system_prompt": {"type": "string", "maxLength": 8192, "description": "Optional system prompt (max 8 KiB). The generated default names every registered tool."},
     "working_dir": {"type": "string", "description": "Directory for relative file paths and bash's current directory. Must exist and sit inside the server's file roots; it narrows them."}
   },
   "required": ["message"],
   "additionalProperties": false
-}`)
+}`, jsonString(d.Provider), jsonString(d.Model), d.TimeoutSecs))
+}
 
-func agentTool() *mcp.Tool {
+func agentTool(d schemaDefaults) *mcp.Tool {
 	return &mcp.Tool{
 		Name:  agentToolName,
 		Title: "Run the Garra agent",
 		Description: "Run a task with the full Garra agent (file, git, web and, when sandboxed, shell tools) and get a garra.agent.v1 JSON envelope: " +
 			"{schema, ok, answer, provider, model, latency_ms, session_id, tool_calls:[{name, duration_ms, success, summary}]}. One fresh session per call.",
-		InputSchema: agentInputSchema,
+		InputSchema: agentInputSchema(d),
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
 	}
 }

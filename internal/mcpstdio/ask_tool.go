@@ -9,32 +9,40 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/garraia/garra/internal/ask"
+	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/strictargs"
 )
 
 const askToolName = "garra_ask"
 
 // askInputSchema is written out rather than inferred so that tools/list is
-// exactly the spec's schema, bounds and defaults included.
-var askInputSchema = json.RawMessage(`{
+// exactly the spec's schema, bounds included; the defaults are the ones in
+// force (with the built-in configuration, the spec's).
+func askInputSchema(d schemaDefaults) json.RawMessage {
+	modelDoc := "Model id. The default is a low-cost model; pass a pricier one such as openrouter/auto explicitly for complex tasks."
+	if d.Model != config.DefaultModel {
+		modelDoc = "Model id. The default is this server's configured llm.model; pass another one explicitly to override it."
+	}
+	return json.RawMessage(fmt.Sprintf(`{
   "type": "object",
   "properties": {
     "message": {"type": "string", "maxLength": 65536, "description": "The question or task for the model. Max 64 KiB; trimmed; must not be empty."},
-    "provider": {"type": "string", "enum": ["ollama", "anthropic", "openai", "openrouter"], "default": "openrouter", "description": "LLM provider. Provider aliases from the server's config are accepted too."},
-    "model": {"type": "string", "default": "z-ai/glm-5.3-flash", "description": "Model id. The default is a low-cost model; pass a pricier one such as openrouter/auto explicitly for complex tasks."},
-    "timeout_secs": {"type": "integer", "minimum": 1, "maximum": 600, "default": 60, "description": "Wall-clock limit for the provider call, in seconds."},
+    "provider": {"type": "string", "enum": ["ollama", "anthropic", "openai", "openrouter"], "default": %s, "description": "LLM provider. Provider aliases from the server's config are accepted too."},
+    "model": {"type": "string", "default": %s, "description": %s},
+    "timeout_secs": {"type": "integer", "minimum": 1, "maximum": 600, "default": %d, "description": "Wall-clock limit for the provider call, in seconds."},
     "system_prompt": {"type": "string", "maxLength": 8192, "description": "Optional system prompt (max 8 KiB). A minimal default is used when absent."}
   },
   "required": ["message"],
   "additionalProperties": false
-}`)
+}`, jsonString(d.Provider), jsonString(d.Model), jsonString(modelDoc), d.TimeoutSecs))
+}
 
-func askTool() *mcp.Tool {
+func askTool(d schemaDefaults) *mcp.Tool {
 	return &mcp.Tool{
 		Name:        askToolName,
 		Title:       "Ask an LLM",
 		Description: "Send one question to an LLM provider (no tools, no history) and get a garra.ask.v1 JSON envelope: {schema, ok, answer, provider, model, latency_ms} or {schema, ok:false, error:{kind, message}}.",
-		InputSchema: askInputSchema,
+		InputSchema: askInputSchema(d),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(true)},
 	}
 }

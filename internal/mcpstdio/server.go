@@ -41,6 +41,9 @@ type Options struct {
 	// Audit receives one line per tool call, resource read and refusal;
 	// nil = no audit file (the stderr line is written either way).
 	Audit *audit.Log
+	// Defaults are the provider and model a call gets when it names none
+	// (the config's llm.provider and llm.model); tools/list shows them.
+	Defaults Defaults
 	// FileRoots is how many roots garra_agent's file tools resolved, for
 	// garra://policy (the paths themselves are not shown).
 	FileRoots int
@@ -60,9 +63,9 @@ func New(o Options) *mcp.Server {
 		Logger:       o.Logger,
 	})
 	d := &dispatcher{o: o, tools: []string{askToolName}}
-	s.AddTool(askTool(), d.handleAsk)
+	s.AddTool(askTool(d.schemaDefaults(ask.DefaultTimeoutSecs, ask.MaxTimeoutSecs)), d.handleAsk)
 	if d.agentEnabled() {
-		s.AddTool(agentTool(), d.handleAgent)
+		s.AddTool(agentTool(d.schemaDefaults(agentDefaultTimeoutSecs, agentMaxTimeoutSecs)), d.handleAgent)
 		d.tools = append(d.tools, agentToolName)
 	}
 	d.addResources(s)

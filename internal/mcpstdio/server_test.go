@@ -200,7 +200,7 @@ func TestToolsListExactSchema(t *testing.T) {
 	}
 	got, _ := json.Marshal(res.Tools[0].InputSchema)
 	var want, have any
-	_ = json.Unmarshal(askInputSchema, &want)
+	_ = json.Unmarshal(askInputSchema(schemaDefaults{Provider: "openrouter", Model: "z-ai/glm-5.3-flash", TimeoutSecs: 60}), &want)
 	_ = json.Unmarshal(got, &have)
 	wb, _ := json.Marshal(want)
 	hb, _ := json.Marshal(have)
@@ -216,8 +216,8 @@ func TestSchemasMatchDecoders(t *testing.T) {
 		schema json.RawMessage
 		dst    any
 	}{
-		"garra_ask":   {askInputSchema, &askArgs{}},
-		"garra_agent": {agentInputSchema, &agentArgs{}},
+		"garra_ask":   {askInputSchema(schemaDefaults{}), &askArgs{}},
+		"garra_agent": {agentInputSchema(schemaDefaults{}), &agentArgs{}},
 	} {
 		var s struct {
 			Properties map[string]any `json:"properties"`

@@ -26,8 +26,20 @@
 // key: value, "key": "value" or key => "value". Prefixed keys must start a
 // word, so task-list or risk-free never count as sk-, and an sk- body made
 // only of lower-case letters and hyphens (sk-fading-circle-spinner) is a
-// CSS class, not a key. Operators can add their own RE2 patterns; see
-// [New].
+// CSS class, not a key. A prefixed key (sk-, AIza, gh?_, github_pat_,
+// AKIA, ASIA, xox?-, sk_live_, a Telegram bot token) written with line
+// breaks or short runs of blanks inside, raw or JSON-escaped, is redacted
+// from where its prefix starts to its last piece; pieces must add up to
+// the format's length, or, for formats of variable length, look random,
+// so the prose after the key is kept. Operators can add their own RE2
+// patterns; see [New].
+//
+// # Known secrets
+//
+// The keys and tokens a process holds need not be recognised by shape:
+// [Redactor.WithSecrets] registers their values, which are then redacted
+// wherever they occur, in their common encodings too (JSON, URL, base64)
+// and across line breaks after their first eight bytes.
 //
 // Two heuristics catch secrets that carry no recognisable prefix:
 //
@@ -120,7 +132,8 @@ const maxPasses = 8
 // Redactor replaces secrets in text with Placeholder. It is immutable after
 // New and safe for concurrent use. A nil *Redactor behaves like Default().
 type Redactor struct {
-	extra []operatorRule
+	extra   []operatorRule
+	secrets *secretSet // known secrets (WithSecrets); nil = none
 }
 
 type operatorRule struct {
@@ -143,13 +156,13 @@ func (e *PatternError) Error() string {
 // New returns a Redactor that applies the built-in rules and then the extra
 // operator patterns, in RE2 syntax (package regexp). A pattern's whole
 // match is replaced, or only its submatch named "secret" if it has one.
-// Empty, invalid and over-long (more than MaxPatternLen characters)
-// patterns, and every pattern after the first MaxPatterns (counted by
-// position, valid or not), are skipped; each skip is reported as a
-// *PatternError naming the pattern's index and the reason. The returned
-// Redactor is usable whatever the errors. Patterns should be specific: one
-// that matches almost anything, like \w, costs time in proportion to its
-// matches.
+// Empty, invalid, empty-matching (see matchesEmpty) and over-long (more
+// than MaxPatternLen characters) patterns, and every pattern after the
+// first MaxPatterns (counted by position, valid or not), are skipped; each
+// skip is reported as a *PatternError naming the pattern's index and the
+// reason. The returned Redactor is usable whatever the errors. Patterns
+// should be specific: one that matches almost anything, like \w, costs
+// time in proportion to its matches.
 func New(extra []string) (*Redactor, []error) {
 	r := &Redactor{}
 	var errs []error
@@ -165,9 +178,12 @@ func New(extra []string) (*Redactor, []error) {
 		}
 		if reason == "" {
 			re, err := regexp.Compile(p)
-			if err != nil {
+			switch {
+			case err != nil:
 				reason = "invalid RE2 syntax: " + syntaxReason(err)
-			} else {
+			case matchesEmpty(p):
+				reason = "matches the empty string"
+			default:
 				g := 0
 				if k := re.SubexpIndex(SecretGroup); k > 0 {
 					g = k
@@ -254,6 +270,7 @@ func (r *Redactor) collect(s string) []span {
 			}
 		}
 	}
+	found = r.secrets.find(s, found)
 	if len(found) == 0 {
 		return nil
 	}

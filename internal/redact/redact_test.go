@@ -369,9 +369,10 @@ func TestOperatorPatterns(t *testing.T) {
 
 func TestOperatorPatternsStayIdempotent(t *testing.T) {
 	// Patterns that match inside the placeholder, or match everything,
-	// must neither grow the output nor change it on a second pass.
+	// must neither grow the output nor change it on a second pass. (x*,
+	// which matches the empty string, is skipped.)
 	r, errs := New([]string{`E`, `\w+`, `D.*`, `x*`})
-	if len(errs) != 0 {
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "pattern 3 skipped: matches the empty string") {
 		t.Fatal(errs)
 	}
 	for _, in := range []string{"hello world", "EDGE CASE", "token=abc123def456 x", ""} {
@@ -817,7 +818,7 @@ index 3f2a9c1..8b7e6d2 100644
  }
 `)
 	for sb.Len() < 4096-200 {
-		sb.WriteString("time=2025-06-01T12:00:02Z level=INFO msg=\"tool call\" tool=read_file path=/work/main/internal/ask/ask.go bytes=5120 duration=3.2ms\n")
+		sb.WriteString("time=2025-06-01T12:00:02Z level=INFO msg=\"tool call\" tool=read_file path=/home/dev/proj/internal/ask/ask.go bytes=5120 duration=3.2ms\n")
 	}
 	return sb.String()
 }()
@@ -837,7 +838,7 @@ func BenchmarkStringClean(b *testing.B) {
 	r := Default()
 	var sb strings.Builder
 	for sb.Len() < 4096 {
-		sb.WriteString("time=2025-06-01T12:00:02Z level=INFO msg=\"tool call\" tool=read_file path=/work/main/internal/ask/ask.go bytes=5120 duration=3.2ms\n")
+		sb.WriteString("time=2025-06-01T12:00:02Z level=INFO msg=\"tool call\" tool=read_file path=/home/dev/proj/internal/ask/ask.go bytes=5120 duration=3.2ms\n")
 	}
 	in := sb.String()
 	b.SetBytes(int64(len(in)))

@@ -102,6 +102,7 @@ func init() {
 	if len(triggers) > 64 {
 		panic("redact: more than 64 trigger literals")
 	}
+	initWrapped()
 }
 
 // rule finds secrets in t and appends the byte ranges to replace.
@@ -194,6 +195,7 @@ var builtins = []rule{
 	userinfoRule{},
 	kvRule{},
 	encodedRule{},
+	wrappedRule{},
 }
 
 // reRule is a regular expression, applied only when one of the literals in

@@ -33,6 +33,9 @@
 // Result. bash runs on the pod (tools.HostRunner with the workspace as its
 // directory); the shell gate (internal/shellgate) still applies inside the
 // tool. file_read and file_write are confined to the workspace by a jail.
+// web_fetch may reach any address: unlike in the gateway, no egress guard
+// applies, because the pod's NetworkPolicy is the boundary and bash, in
+// the same pod, reaches whatever web_fetch could.
 //
 // # Host header check
 //

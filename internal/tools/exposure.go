@@ -53,6 +53,7 @@ type ExposureInput struct {
 	Mode      string   // off | all | allowlist
 	Backend   string   // docker | podman | ssh | ""
 	Allowlist []string // tools sandboxed when Mode is allowlist
+	Elevated  []string // tools exempt from the sandbox when Mode is all
 	LookPath  func(string) (string, error)
 }
 
@@ -66,11 +67,18 @@ const standardFix = "to enable it, contain it with agent.sandbox.mode: all and a
 // from the environment.
 //
 //	profile       sandbox                                                  bash
-//	standard      off, ssh, allowlist without bash, no backend, no binary  none
+//	standard      off, ssh, bash elevated, allowlist without bash,
+//	              no backend, no binary                                    none
 //	standard      all / allowlist with bash + docker|podman present        container
-//	isolated-pod  off, allowlist without bash                              host
+//	isolated-pod  off, bash elevated, allowlist without bash               host
 //	isolated-pod  all / allowlist with bash + docker|podman present        container
 //	isolated-pod  sandbox required but unusable (ssh, none, no binary)     none
+//
+// "bash elevated" is mode all with bash in agent.sandbox.elevated: bash is
+// then not required to be sandboxed, which only the pod may contain. In
+// mode allowlist an explicit listing wins over elevated (the contained
+// reading of a contradictory configuration), as in mode off elevated
+// changes nothing.
 //
 // An unknown profile or mode is treated as a misconfiguration: bash is not
 // registered (fail-closed) and the warning says which value is wrong.
@@ -96,9 +104,9 @@ func DecideBash(in ExposureInput) BashExposure {
 	switch mode {
 	case "off":
 	case "all":
-		sandboxed = true
+		sandboxed = !lists(in.Elevated, ToolBash)
 	case "allowlist":
-		sandboxed = slices.ContainsFunc(in.Allowlist, func(s string) bool { return norm(s) == ToolBash })
+		sandboxed = lists(in.Allowlist, ToolBash)
 	default:
 		return none("agent.sandbox.mode %q is not off, all or allowlist; %s", in.Mode, standardFix)
 	}
@@ -108,8 +116,11 @@ func DecideBash(in ExposureInput) BashExposure {
 			return BashExposure{Where: BashHost}
 		}
 		why := "agent.sandbox.mode is off"
-		if mode == "allowlist" {
+		switch mode {
+		case "allowlist":
 			why = "agent.sandbox.allowlist does not include bash"
+		case "all":
+			why = "agent.sandbox.elevated lists bash, which would run it on this host (remove it from the list)"
 		}
 		return none("the execution profile is standard and %s; %s", why, standardFix)
 	}
@@ -143,3 +154,8 @@ func none(format string, a ...any) BashExposure {
 }
 
 func norm(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+
+// lists reports whether names holds tool, compared as norm does.
+func lists(names []string, tool string) bool {
+	return slices.ContainsFunc(names, func(s string) bool { return norm(s) == tool })
+}

@@ -97,7 +97,7 @@ func (l *Local) callFileWrite(_ context.Context, raw json.RawMessage) (Result, e
 	if len(*a.Content) > maxWriteBytes {
 		return argsError(ToolFileWrite, fmt.Errorf("content: longer than %d bytes", maxWriteBytes)), nil
 	}
-	if err := l.jail.WriteFile(path, []byte(*a.Content)); err != nil {
+	if err := l.jail.WriteFileWith(path, []byte(*a.Content), jail.WriteOptions{Backup: l.backup}); err != nil {
 		return l.fileError(err), nil
 	}
 	return Result{Output: "wrote " + strconv.Itoa(len(*a.Content)) + " bytes to " + l.displayPath(path)}, nil

@@ -174,3 +174,22 @@ func TestFileReadOutputCapped(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 }
+
+func TestFileWriteBackup(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		root := canonTempDir(t)
+		l := NewLocal(LocalOptions{Jail: newJail(t, root), WorkingDir: root, FileWriteBackup: on})
+		for _, content := range []string{"first", "second"} {
+			if res := call(t, l, ToolFileWrite, map[string]string{"path": "doc.md", "content": content}); res.IsError {
+				t.Fatalf("write %q: %s", content, res.Output)
+			}
+		}
+		b, err := os.ReadFile(filepath.Join(root, "doc.md.bak"))
+		switch {
+		case on && (err != nil || string(b) != "first"):
+			t.Errorf("backup on: doc.md.bak = %q, %v; want the replaced contents", b, err)
+		case !on && !errors.Is(err, os.ErrNotExist):
+			t.Errorf("backup off (the default) left doc.md.bak: %v", err)
+		}
+	}
+}

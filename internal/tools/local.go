@@ -47,9 +47,18 @@ type LocalOptions struct {
 	// HTTPClient is used by web_fetch and web_search. Nil means a client
 	// with a 30 s timeout.
 	HTTPClient *http.Client
+	// Egress, when set, confines web_fetch to public addresses and the
+	// guard's allowed hosts; web_fetch then uses HTTPClient's settings
+	// with the guard's transport (no proxy). Nil lets web_fetch reach any
+	// address, the stdio server's default. web_search is not affected: its
+	// endpoint is the operator's, not the model's, choice.
+	Egress *EgressGuard
 	// MaxOutputBytes caps each tool result (DefaultMaxOutputBytes when
 	// not positive); longer output is cut and marked.
 	MaxOutputBytes int
+	// FileWriteBackup makes file_write keep a replaced file's contents as
+	// <path>.bak (config agent.file_write_backup).
+	FileWriteBackup bool
 }
 
 // Local runs the tools in this process (and the children it spawns). It is
@@ -61,7 +70,10 @@ type Local struct {
 	braveKey  string
 	braveBase string
 	http      *http.Client
+	fetch     *http.Client // web_fetch's: http, or http through the egress guard
+	guarded   bool
 	maxOut    int
+	backup    bool
 
 	tools    []Tool
 	handlers map[string]handler
@@ -82,6 +94,7 @@ func NewLocal(o LocalOptions) *Local {
 		braveBase: strings.TrimRight(o.BraveBaseURL, "/"),
 		http:      o.HTTPClient,
 		maxOut:    o.MaxOutputBytes,
+		backup:    o.FileWriteBackup,
 		handlers:  map[string]handler{},
 	}
 	if l.braveBase == "" {
@@ -89,6 +102,10 @@ func NewLocal(o LocalOptions) *Local {
 	}
 	if l.http == nil {
 		l.http = &http.Client{Timeout: 30 * time.Second}
+	}
+	l.fetch = l.http
+	if o.Egress != nil {
+		l.fetch, l.guarded = o.Egress.client(l.http), true
 	}
 	if l.maxOut <= 0 {
 		l.maxOut = DefaultMaxOutputBytes
@@ -103,7 +120,7 @@ func NewLocal(o LocalOptions) *Local {
 	add(fileReadTool(), l.callFileRead)
 	add(fileWriteTool(), l.callFileWrite)
 	add(gitDiffTool(), l.callGitDiff)
-	add(webFetchTool(), l.callWebFetch)
+	add(webFetchTool(l.guarded), l.callWebFetch)
 	if l.braveKey != "" {
 		add(webSearchTool(), l.callWebSearch)
 	}

@@ -32,11 +32,15 @@ const (
 	userAgent            = "garra-tools/1 (+https://github.com/garraia/garra)"
 )
 
-func webFetchTool() Tool {
+func webFetchTool(guarded bool) Tool {
+	desc := "Fetch a URL with HTTP GET (http and https only) and return its text; HTML is reduced to plain text. " +
+		"The download stops at max_bytes; long output is truncated. Non-2xx statuses are errors."
+	if guarded {
+		desc += " Only public internet addresses are reachable: loopback, private and link-local ones are refused."
+	}
 	return Tool{
-		Name: ToolWebFetch,
-		Description: "Fetch a URL with HTTP GET (http and https only) and return its text; HTML is reduced to plain text. " +
-			"The download stops at max_bytes; long output is truncated. Non-2xx statuses are errors.",
+		Name:        ToolWebFetch,
+		Description: desc,
 		InputSchema: objectSchema(map[string]prop{
 			"url":       stringProp("The http:// or https:// URL to fetch.", maxURLLen),
 			"max_bytes": intProp("Read at most this many bytes of the response body.", 1, maxFetchBytes, defaultFetchBytes),
@@ -81,12 +85,12 @@ func httpURL(s string) (*url.URL, error) {
 	return u, nil
 }
 
-// client returns the configured client with a redirect policy that keeps
-// to http/https and a bounded number of hops. The struct is copied so the
+// withRedirectPolicy returns base with a redirect policy that keeps to
+// http/https and a bounded number of hops. The struct is copied so the
 // caller's client is not modified.
-func (l *Local) client() *http.Client {
-	c := *l.http
-	prev := l.http.CheckRedirect
+func withRedirectPolicy(base *http.Client) *http.Client {
+	c := *base
+	prev := base.CheckRedirect
 	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 		if len(via) >= maxRedirects {
 			return fmt.Errorf("stopped after %d redirects", maxRedirects)
@@ -127,10 +131,16 @@ func (l *Local) callWebFetch(ctx context.Context, raw json.RawMessage) (Result, 
 	}
 	req.Header.Set("User-Agent", userAgent)
 	req.Header.Set("Accept", "text/html, text/plain, application/json, text/*;q=0.9, */*;q=0.5")
-	resp, err := l.client().Do(req)
+	resp, err := withRedirectPolicy(l.fetch).Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return Result{}, ctx.Err()
+		}
+		var refused *egressRefusal
+		if errors.As(err, &refused) {
+			// Not fetchErr's text: the dial error around it names the
+			// address and port that were refused.
+			return errorResult("%s", refused.Error()), nil
 		}
 		return errorResult("web_fetch: %v", fetchErr(err)), nil
 	}
@@ -299,7 +309,7 @@ func (l *Local) callWebSearch(ctx context.Context, raw json.RawMessage) (Result,
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", userAgent)
 	req.Header.Set("X-Subscription-Token", l.braveKey)
-	resp, err := l.client().Do(req)
+	resp, err := withRedirectPolicy(l.http).Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return Result{}, ctx.Err()

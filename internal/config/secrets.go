@@ -1,0 +1,60 @@
+package config
+
+import "slices"
+
+// SecretValues returns the value of every secret c holds or names in an
+// environment variable that getenv resolves or in a secret file (read with
+// ReadSecretFile): the gateway key, the Brave
+// key, the API key of each provider kind and alias (and of the default
+// variables, OPENAI_API_KEY and the like, wherever the config points),
+// each orchestrator's token and sandbox token, and the Telegram bot
+// token. Unset variables are
+// skipped; the order is stable and values are not repeated. The process
+// holds all of them, so all of them are registered with its redactors
+// (redact.Redactor.WithSecrets) to be redacted whatever their shape.
+func (c *Config) SecretValues(getenv func(string) string) []string {
+	var out []string
+	add := func(v string) {
+		if v != "" && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	env := func(name string) {
+		if name != "" && getenv != nil {
+			add(getenv(name))
+		}
+	}
+	// A file the config names is read here too, each on its own (even
+	// when its entry also names a variable, which is a Check problem), so
+	// that whatever the process may have loaded from it is redacted.
+	file := func(path string) {
+		if path != "" {
+			if v, err := ReadSecretFile(path); err == nil {
+				add(v)
+			}
+		}
+	}
+	add(c.Gateway.APIKey)
+	file(c.Gateway.APIKeyFile)
+	add(c.LLM.Brave.APIKey)
+	for _, name := range c.ProviderNames() {
+		if ref, err := c.ResolveProvider(name); err == nil {
+			env(ref.APIKeyEnv)
+		}
+	}
+	// The default variables too, when the config points elsewhere: they
+	// are still in this process's environment.
+	for _, kind := range ProviderKinds {
+		env(DefaultAPIKeyEnv[kind])
+	}
+	for _, o := range c.Gateway.MCPHTTP.Orchestrators {
+		env(o.KeyEnv)
+		file(o.KeyFile)
+		if o.Sandbox != nil {
+			env(o.Sandbox.TokenEnv)
+			file(o.Sandbox.TokenFile)
+		}
+	}
+	env(c.Channels.Telegram.BotTokenEnv)
+	return out
+}

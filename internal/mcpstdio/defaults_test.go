@@ -1,0 +1,148 @@
+package mcpstdio
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/garraia/garra/internal/ask"
+	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/llm"
+)
+
+// serverWith connects a client to a server whose asker runs on cfg, with
+// the tools' defaults taken from the same cfg, as `garra mcp-server` does.
+func serverWith(t *testing.T, cfg *config.Config, policy Policy, prov *recordingProvider) *mcp.ClientSession {
+	t.Helper()
+	core := &ask.Core{Config: cfg, Getenv: func(string) string { return "test-key" },
+		NewProvider: func(llm.Options) (llm.Provider, error) { return prov, nil }}
+	srv := New(Options{Version: "test", Asker: core, Policy: policy, Agent: fakeAgent{answer: "done"},
+		Defaults: Defaults{Provider: cfg.LLM.Provider, Model: cfg.LLM.Model}})
+	st, ct := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close(); _ = ss.Wait() })
+	return cs
+}
+
+// schemaProps lists each tool's properties as tools/list sends them.
+func schemaProps(t *testing.T, cs *mcp.ClientSession) map[string]map[string]map[string]any {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]map[string]any{}
+	for _, tool := range res.Tools {
+		b, _ := json.Marshal(tool.InputSchema)
+		var s struct {
+			Properties map[string]map[string]any `json:"properties"`
+		}
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatal(err)
+		}
+		out[tool.Name] = s.Properties
+	}
+	return out
+}
+
+// With the built-in configuration the schemas are byte for byte the
+// spec's, as they were written before the defaults were rendered. Set
+// UPDATE_GOLDEN=1 to rewrite testdata after a deliberate change.
+func TestSchemasWithBuiltInDefaultsAreGolden(t *testing.T) {
+	d := &dispatcher{o: Options{}}
+	for name, got := range map[string]json.RawMessage{
+		"garra_ask":   askInputSchema(d.schemaDefaults(ask.DefaultTimeoutSecs, ask.MaxTimeoutSecs)),
+		"garra_agent": agentInputSchema(d.schemaDefaults(agentDefaultTimeoutSecs, agentMaxTimeoutSecs)),
+	} {
+		path := filepath.Join("testdata", name+".schema.json")
+		if os.Getenv("UPDATE_GOLDEN") != "" {
+			if err := os.WriteFile(path, got, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s schema drifted from %s:\n%s", name, path, got)
+		}
+		if !json.Valid(got) {
+			t.Errorf("%s schema is not JSON", name)
+		}
+	}
+}
+
+// The advertised defaults follow the configuration and the operator cap,
+// and a call that omits them gets exactly what was advertised.
+func TestToolsListAdvertisesTheDefaultsInForce(t *testing.T) {
+	tests := []struct {
+		name                  string
+		yaml                  string
+		policy                Policy
+		provider, model       string
+		askTimeout, agentTime float64
+		lowCostDoc            bool
+	}{
+		{"built-in", "", Policy{EnableTools: true}, "openrouter", "z-ai/glm-5.3-flash", 60, 300, true},
+		{"configured model", "llm: {model: anthropic/claude-sonnet-4}", Policy{EnableTools: true}, "openrouter", "anthropic/claude-sonnet-4", 60, 300, false},
+		{"configured provider and model", "llm: {provider: ollama, model: llama3.2}", Policy{EnableTools: true}, "ollama", "llama3.2", 60, 300, false},
+		{"alias as the provider", "llm: {provider: homelab, model: qwen3, aliases: {homelab: {provider: ollama}}}", Policy{EnableTools: true}, "homelab", "qwen3", 60, 300, false},
+		{"operator cap below the defaults", "", Policy{EnableTools: true, MaxTimeoutSecs: 30}, "openrouter", "z-ai/glm-5.3-flash", 30, 30, true},
+		{"operator cap between the defaults", "", Policy{EnableTools: true, MaxTimeoutSecs: 120}, "openrouter", "z-ai/glm-5.3-flash", 60, 120, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := config.Parse([]byte(tt.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			full := config.Default()
+			if cfg.LLM.Provider != "" {
+				full.LLM.Provider = cfg.LLM.Provider
+			}
+			if cfg.LLM.Model != "" {
+				full.LLM.Model = cfg.LLM.Model
+			}
+			full.LLM.Aliases = cfg.LLM.Aliases
+			prov := &recordingProvider{reply: "ok"}
+			cs := serverWith(t, full, tt.policy, prov)
+			props := schemaProps(t, cs)
+			for tool, timeout := range map[string]float64{"garra_ask": tt.askTimeout, "garra_agent": tt.agentTime} {
+				p := props[tool]
+				if p["provider"]["default"] != tt.provider || p["model"]["default"] != tt.model || p["timeout_secs"]["default"] != timeout {
+					t.Errorf("%s defaults: provider %v model %v timeout %v; want %s %s %v", tool,
+						p["provider"]["default"], p["model"]["default"], p["timeout_secs"]["default"], tt.provider, tt.model, timeout)
+				}
+			}
+			doc, _ := props["garra_ask"]["model"]["description"].(string)
+			if strings.Contains(doc, "low-cost") != tt.lowCostDoc {
+				t.Errorf("model description %q: claims a low-cost default = %v, want %v", doc, !tt.lowCostDoc, tt.lowCostDoc)
+			}
+
+			// What the call gets when it names neither is what was shown.
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "garra_ask", Arguments: map[string]any{"message": "hi"}})
+			if err != nil || res.IsError {
+				t.Fatalf("call: %v %+v", err, res)
+			}
+			var env map[string]any
+			_ = json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &env)
+			if env["provider"] != tt.provider || env["model"] != tt.model || prov.reqs[0].Model != tt.model {
+				t.Fatalf("the call used %v/%v (provider saw %q), the schema advertised %s/%s", env["provider"], env["model"], prov.reqs[0].Model, tt.provider, tt.model)
+			}
+		})
+	}
+}
