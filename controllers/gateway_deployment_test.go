@@ -45,11 +45,11 @@ func TestGatewayDeployment(t *testing.T) {
 				gs.Spec.Orchestrators = nil
 			},
 			wantEnv: map[string]string{
-				"HOME":                    "=/tmp",
-				"GARRAIA_GATEWAY_API_KEY": "team-a-gateway/api-key",
-				"GARRA_LLM_API_KEY":       "llm-keys/openrouter",
-				"BRAVE_API_KEY":           "brave/api",
+				"HOME":              "=/tmp",
+				"GARRA_LLM_API_KEY": "llm-keys/openrouter",
+				"BRAVE_API_KEY":     "brave/api",
 			},
+			wantFiles: map[string]string{"api-key": "team-a-gateway/api-key"},
 		},
 		{
 			name: "BYO key, telegram token, resources",
