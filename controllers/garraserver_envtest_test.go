@@ -268,6 +268,21 @@ func update(ns string, change func(*garrav1alpha1.GarraServer)) {
 	}, timeout, interval).Should(Succeed())
 }
 
+// podFiles resolves the files of pod's projected volume, mounted at dir, as
+// the kubelet would: absolute path → content.
+func podFiles(ns string, pod corev1.PodSpec, volume, dir string) map[string]string {
+	GinkgoHelper()
+	refs, _ := projectedFiles(pod, volume)
+	out := map[string]string{}
+	for p, ref := range refs {
+		name, key, _ := strings.Cut(ref, "/")
+		v, ok := secretData(ns, name)[key]
+		Expect(ok).To(BeTrue(), "%s: Secret %s has no key %s", p, name, key)
+		out[dir+"/"+p] = string(v)
+	}
+	return out
+}
+
 // podEnv resolves a container's variables as the kubelet would.
 func podEnv(ns string, c corev1.Container) map[string]string {
 	GinkgoHelper()
@@ -330,7 +345,7 @@ var _ = Describe("GarraServer", func() {
 			}
 		}
 
-		By("checking the gateway pod: hardening, mounts, env from Secrets")
+		By("checking the gateway pod: hardening, mounts, env and files from Secrets")
 		gw := get(ns, "team-a-gateway", &appsv1.Deployment{})
 		checkRestricted(GinkgoT(), gw.Spec.Template.Spec)
 		Expect(gw.Spec.Strategy.Type).To(Equal(appsv1.RecreateDeploymentStrategyType))
@@ -338,19 +353,26 @@ var _ = Describe("GarraServer", func() {
 		c := gw.Spec.Template.Spec.Containers[0]
 		Expect(c.Image).To(Equal("garra:test"))
 		Expect(c.Command).To(Equal([]string{"garra", "gateway", "--config", "/etc/garra/config.yml"}))
-		Expect(mounts(c)).To(Equal(map[string]string{"/etc/garra": "config (ro)", "/var/lib/garra": "data", "/tmp": "tmp"}))
+		Expect(mounts(c)).To(Equal(map[string]string{"/etc/garra": "config (ro)", "/var/lib/garra": "data", "/tmp": "tmp",
+			"/var/run/garra": "secrets (ro)"}))
 		Expect(envFrom(c)).To(Equal(map[string]string{
-			"HOME":                        "=/tmp",
-			"GARRAIA_GATEWAY_API_KEY":     "team-a-gateway/api-key",
-			"GARRA_LLM_API_KEY":           "llm-keys/openrouter",
-			"TELEGRAM_BOT_TOKEN":          "tg/token",
-			"GARRA_ORCH_TOKEN_BADGOOD":    "team-a-orch-badgood/token",
-			"GARRA_SANDBOX_TOKEN_BADGOOD": "team-a-orch-badgood/sandbox-token",
-			"GARRA_ORCH_TOKEN_N8N":        "n8n-token/token",
-			"GARRA_SANDBOX_TOKEN_N8N":     "team-a-orch-n8n/sandbox-token",
+			"HOME":               "=/tmp",
+			"GARRA_LLM_API_KEY":  "llm-keys/openrouter",
+			"TELEGRAM_BOT_TOKEN": "tg/token",
 		}))
 		env := podEnv(ns, c)
 		Expect(env["GARRA_LLM_API_KEY"]).To(Equal("sk-or-test"))
+		fileRefs, mode := projectedFiles(gw.Spec.Template.Spec, "secrets")
+		Expect(mode).To(Equal(int32(0o440)))
+		Expect(fileRefs).To(Equal(map[string]string{
+			"api-key":                "team-a-gateway/api-key",
+			"tokens/badgood":         "team-a-orch-badgood/token",
+			"sandbox-tokens/badgood": "team-a-orch-badgood/sandbox-token",
+			"tokens/n8n":             "n8n-token/token",
+			"sandbox-tokens/n8n":     "team-a-orch-n8n/sandbox-token",
+		}))
+		files := podFiles(ns, gw.Spec.Template.Spec, "secrets", SecretsDir)
+		Expect(files[SecretsDir+"/tokens/n8n"]).To(Equal("n8n-bearer"))
 
 		By("checking the sandbox pods")
 		for _, o := range []string{"badgood", "n8n"} {
@@ -364,7 +386,7 @@ var _ = Describe("GarraServer", func() {
 			Expect(pod.Volumes).To(ContainElement(HaveField("VolumeSource.PersistentVolumeClaim.ClaimName", "team-a-ws-"+o)))
 			Expect(envFrom(sc)).To(Equal(map[string]string{"HOME": "=/tmp", "GARRA_SANDBOX_TOKEN": "team-a-orch-" + o + "/sandbox-token"}))
 			// The gateway and the sandbox hold the same sandbox token.
-			Expect(podEnv(ns, sc)["GARRA_SANDBOX_TOKEN"]).To(Equal(env[SandboxTokenEnv(o)]))
+			Expect(podEnv(ns, sc)["GARRA_SANDBOX_TOKEN"]).To(Equal(files[SandboxTokenFile(o)]))
 			Expect(get(ns, "team-a-sandbox-"+o, &corev1.ServiceAccount{}).AutomountServiceAccountToken).To(HaveValue(BeFalse()))
 		}
 		np := get(ns, "team-a-sandbox-badgood", &networkingv1.NetworkPolicy{})
@@ -386,14 +408,22 @@ var _ = Describe("GarraServer", func() {
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
 		Expect(k8sClient.Create(ctx, bad, client.DryRunAll)).To(MatchError(ContainSubstring("violates PodSecurity")), "the admission check is live")
 
-		By("checking the rendered config.yml as `garra gateway` would load it, with the pod's env")
+		By("checking the rendered config.yml as `garra gateway` would load it, with the pod's env and files")
 		cm := get(ns, "team-a-gateway", &corev1.ConfigMap{})
 		path := filepath.Join(GinkgoT().TempDir(), "config.yml")
 		must(os.WriteFile(path, []byte(cm.Data["config.yml"]), 0o600))
 		getenv := func(k string) string { return env[k] }
 		cfg, _, err := config.Load(path, getenv)
 		must(err)
-		Expect(cfg.Check(getenv)).To(BeEmpty())
+		readFile := func(p string) (string, error) {
+			if v, ok := files[p]; ok {
+				return v, nil
+			}
+			return "", fmt.Errorf("%s is not in the pod", p)
+		}
+		Expect(cfg.CheckWith(getenv, readFile)).To(BeEmpty())
+		Expect(cfg.Gateway.APIKeyFile).To(Equal(APIKeyFile()))
+		Expect(cfg.Gateway.MCPHTTP.Orchestrators[0].KeyFile).To(Equal(OrchTokenFile("badgood")))
 		Expect(cfg.Gateway.Listen).To(Equal("0.0.0.0:3888"))
 		Expect(cfg.DataDir).To(Equal("/var/lib/garra"))
 		Expect(cfg.Gateway.AllowedHosts).To(Equal([]string{"team-a-gateway", "team-a-gateway." + ns, "team-a-gateway." + ns + ".svc", "team-a-gateway." + ns + ".svc.cluster.local"}))
@@ -402,7 +432,9 @@ var _ = Describe("GarraServer", func() {
 		Expect(cfg.Gateway.MCPHTTP.Orchestrators).To(HaveLen(2))
 		Expect(cfg.Gateway.MCPHTTP.Orchestrators[1].Sandbox.URL).To(Equal("http://team-a-sandbox-n8n." + ns + ".svc:8080/mcp"))
 		Expect(cm.Data["config.yml"]).NotTo(ContainSubstring("sk-or-test"))
-		Expect(cm.Data["config.yml"]).NotTo(ContainSubstring(env["GARRAIA_GATEWAY_API_KEY"]))
+		for p, v := range files {
+			Expect(cm.Data["config.yml"]).NotTo(ContainSubstring(v), p)
+		}
 
 		By("checking the events")
 		Eventually(func() []string { return eventReasons(ns) }, timeout, interval).Should(ContainElements("SecretGenerated", "OrchestratorAdded"))
@@ -498,7 +530,7 @@ var _ = Describe("GarraServer", func() {
 				Sandbox: garrav1alpha1.SandboxSpec{Image: "custom:1"}})
 		})
 		settled(ns, "badgood", "n8n", "third")
-		Expect(get(ns, "team-a-gateway", &corev1.ConfigMap{}).Data["config.yml"]).To(ContainSubstring("GARRA_ORCH_TOKEN_THIRD"))
+		Expect(get(ns, "team-a-gateway", &corev1.ConfigMap{}).Data["config.yml"]).To(ContainSubstring("key_file: /var/run/garra/tokens/third"))
 		Expect(get(ns, "team-a-sandbox-third", &appsv1.Deployment{}).Spec.Template.Spec.Containers[0].Image).To(Equal("custom:1"))
 		Expect(podHash(ns, "team-a-gateway")).NotTo(Equal(hash), "the gateway rolls to learn the new orchestrator")
 		Expect(podHash(ns, "team-a-sandbox-badgood")).To(Equal(sandboxHash), "another's sandbox reads nothing that changed: it keeps running")
@@ -595,8 +627,9 @@ var _ = Describe("GarraServer", func() {
 			gs.Spec.Gateway.APIKeySecretRef = &garrav1alpha1.SecretKeySelector{Name: "my-key", Key: "api-key"}
 		})
 		Eventually(func() map[string]string {
-			return envFrom(get(ns, "team-a-gateway", &appsv1.Deployment{}).Spec.Template.Spec.Containers[0])
-		}, timeout, interval).Should(HaveKeyWithValue("GARRAIA_GATEWAY_API_KEY", "my-key/api-key"))
+			files, _ := projectedFiles(get(ns, "team-a-gateway", &appsv1.Deployment{}).Spec.Template.Spec, "secrets")
+			return files
+		}, timeout, interval).Should(HaveKeyWithValue("api-key", "my-key/api-key"))
 		quiet(ns)
 		for _, name := range []string{"my-key", "n8n-token", "llm-keys", "tg"} {
 			s := get(ns, name, &corev1.Secret{})

@@ -14,8 +14,9 @@ import (
 const GatewayListen = "0.0.0.0:3888"
 
 // RenderConfig is the gateway's config.yml for gs, as the gateway's own
-// config type. It names environment variables for every secret and never
-// holds one. Knobs left zero (a spec the API server did not default) are
+// config type. It names a file (the gateway's own credentials) or an
+// environment variable (the LLM and Telegram keys) for every secret and
+// never holds one. Knobs left zero (a spec the API server did not default) are
 // omitted, so the gateway's defaults apply.
 func RenderConfig(gs *garrav1alpha1.GarraServer) *config.Config {
 	spec := gs.Spec
@@ -29,6 +30,7 @@ func RenderConfig(gs *garrav1alpha1.GarraServer) *config.Config {
 		},
 		Gateway: config.Gateway{
 			Listen:       GatewayListen,
+			APIKeyFile:   APIKeyFile(),
 			AllowedHosts: GatewayHosts(gs),
 			RateLimit:    config.RateLimit{RequestsPerMinute: int(g.RateLimitPerMinute)},
 			MCPHTTP: config.MCPHTTP{
@@ -65,13 +67,13 @@ func RenderConfig(gs *garrav1alpha1.GarraServer) *config.Config {
 		}
 		c.Gateway.MCPHTTP.Orchestrators = append(c.Gateway.MCPHTTP.Orchestrators, config.Orchestrator{
 			Name:      o.Name,
-			KeyEnv:    OrchTokenEnv(o.Name),
+			KeyFile:   OrchTokenFile(o.Name),
 			Tools:     tools,
 			DenyTools: deny,
 			Chats:     o.Chats,
 			Sandbox: &config.OrchestratorSandbox{
-				URL:      SandboxURL(gs, o.Name),
-				TokenEnv: SandboxTokenEnv(o.Name),
+				URL:       SandboxURL(gs, o.Name),
+				TokenFile: SandboxTokenFile(o.Name),
 			},
 		})
 	}
@@ -103,11 +105,30 @@ func gatewayConfigMap(gs *garrav1alpha1.GarraServer, configYAML string) *corev1a
 		WithData(map[string]string{ConfigKey: configYAML})
 }
 
+// gatewayPodEnv and gatewayPodFiles are the secret variables and files the
+// gateway pod gets.
+func gatewayPodEnv(gs *garrav1alpha1.GarraServer) []string {
+	var env []string
+	for _, er := range gatewayEnvRefs(gs) {
+		env = append(env, er.Env)
+	}
+	return env
+}
+
+func gatewayPodFiles(gs *garrav1alpha1.GarraServer) []string {
+	var files []string
+	for _, fr := range gatewayFileRefs(gs) {
+		files = append(files, SecretsDir+"/"+fr.Path)
+	}
+	return files
+}
+
 // configWarnings are the problems `garra config check` would report for the
 // rendered file in the gateway pod: the file as the gateway reads it
-// (defaults applied) with every variable the pod gets set. The gateway works
-// around each (it fails closed), so they are warnings, not errors.
-func configWarnings(configYAML string, podEnv []string) ([]config.Problem, error) {
+// (defaults applied) with every variable and secret file the pod gets
+// present. The gateway works around each (it fails closed), so they are
+// warnings, not errors.
+func configWarnings(configYAML string, podEnv, podFiles []string) ([]config.Problem, error) {
 	// config.Default() then the file over it is what Load does (parse, then
 	// fill what is unset): every key the operator renders is set, and
 	// omitempty leaves the rest to the defaults.
@@ -119,13 +140,19 @@ func configWarnings(configYAML string, podEnv []string) ([]config.Problem, error
 	for _, e := range podEnv {
 		set[e] = true
 	}
-	if set[EnvGatewayAPIKey] {
-		cfg.Gateway.APIKey = "(from " + EnvGatewayAPIKey + ")"
+	mounted := map[string]bool{}
+	for _, f := range podFiles {
+		mounted[f] = true
 	}
-	return cfg.Check(func(k string) string {
+	return cfg.CheckWith(func(k string) string {
 		if set[k] {
 			return "set"
 		}
 		return ""
+	}, func(p string) (string, error) {
+		if mounted[p] {
+			return "set", nil
+		}
+		return "", fmt.Errorf("%s is not mounted in the gateway pod", p)
 	}), nil
 }

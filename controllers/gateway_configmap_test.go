@@ -41,8 +41,8 @@ func TestRenderConfig(t *testing.T) {
 				if c.DataDir != "/var/lib/garra" || c.Gateway.Listen != "0.0.0.0:3888" {
 					t.Errorf("data_dir %q, listen %q", c.DataDir, c.Gateway.Listen)
 				}
-				if c.Gateway.APIKey != "" {
-					t.Error("api_key written into the file")
+				if c.Gateway.APIKey != "" || c.Gateway.APIKeyFile != "/var/run/garra/api-key" {
+					t.Errorf("api_key %q written into the file, or api_key_file %q not the mounted one", c.Gateway.APIKey, c.Gateway.APIKeyFile)
 				}
 				want := []string{"team-a-gateway", "team-a-gateway.agents", "team-a-gateway.agents.svc", "team-a-gateway.agents.svc.cluster.local"}
 				if !slices.Equal(c.Gateway.AllowedHosts, want) {
@@ -63,12 +63,13 @@ func TestRenderConfig(t *testing.T) {
 					t.Fatalf("orchestrators = %+v", m.Orchestrators)
 				}
 				b, n := m.Orchestrators[0], m.Orchestrators[1]
-				if b.Name != "badgood" || b.KeyEnv != "GARRA_ORCH_TOKEN_BADGOOD" || !slices.Equal(b.Tools, []string{"status", "agent"}) ||
-					b.Sandbox == nil || b.Sandbox.URL != "http://team-a-sandbox-badgood.agents.svc:8080/mcp" || b.Sandbox.TokenEnv != "GARRA_SANDBOX_TOKEN_BADGOOD" {
+				if b.Name != "badgood" || b.KeyFile != "/var/run/garra/tokens/badgood" || b.KeyEnv != "" || !slices.Equal(b.Tools, []string{"status", "agent"}) ||
+					b.Sandbox == nil || b.Sandbox.URL != "http://team-a-sandbox-badgood.agents.svc:8080/mcp" ||
+					b.Sandbox.TokenFile != "/var/run/garra/sandbox-tokens/badgood" || b.Sandbox.TokenEnv != "" {
 					t.Errorf("badgood = %+v %+v", b, b.Sandbox)
 				}
-				if n.Name != "n8n-prod" || n.KeyEnv != "GARRA_ORCH_TOKEN_N8N_PROD" || !slices.Equal(n.Chats, []string{"telegram:42"}) ||
-					n.Sandbox == nil || n.Sandbox.TokenEnv != "GARRA_SANDBOX_TOKEN_N8N_PROD" {
+				if n.Name != "n8n-prod" || n.KeyFile != "/var/run/garra/tokens/n8n-prod" || !slices.Equal(n.Chats, []string{"telegram:42"}) ||
+					n.Sandbox == nil || n.Sandbox.TokenFile != "/var/run/garra/sandbox-tokens/n8n-prod" {
 					t.Errorf("n8n-prod = %+v %+v", n, n.Sandbox)
 				}
 				if c.Channels.Telegram.BotTokenEnv != "" || len(c.Channels.Telegram.ProactiveChatIDs) != 0 {
@@ -197,11 +198,7 @@ func TestRenderConfig(t *testing.T) {
 			if tc.check != nil {
 				tc.check(t, c)
 			}
-			var env []string
-			for _, er := range gatewayEnvRefs(gs) {
-				env = append(env, er.Env)
-			}
-			problems, err := configWarnings(yml, env)
+			problems, err := configWarnings(yml, gatewayPodEnv(gs), gatewayPodFiles(gs))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -218,5 +215,27 @@ func TestRenderConfig(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The rendered config names exactly the files the pod mounts: a file left
+// out of the volume is a warning naming its key.
+func TestConfigWarningsNameUnmountedFiles(t *testing.T) {
+	gs := testServer()
+	yml, err := RenderConfigYAML(gs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := gatewayPodFiles(gs)
+	for i, f := range files {
+		less := slices.Delete(slices.Clone(files), i, i+1)
+		problems, err := configWarnings(yml, gatewayPodEnv(gs), less)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(problems) != 1 || !strings.Contains(problems[0].Message, f+" is not mounted") ||
+			!strings.HasSuffix(problems[0].Field, "_file") {
+			t.Errorf("without %s: problems %v", f, problems)
+		}
 	}
 }

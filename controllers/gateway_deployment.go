@@ -16,11 +16,20 @@ func GatewayCommand() []string {
 }
 
 // gatewayDeployment is NAME-gateway: one replica of `garra gateway`,
-// Recreate (its data volume is ReadWriteOnce), hardened like the sandboxes,
-// with every secret arriving as an environment variable from a Secret key.
-// hash is the inputs hash of the config and those secrets.
+// Recreate (its data volume is ReadWriteOnce), hardened like the sandboxes.
+// Its own credentials (owner key, orchestrator and sandbox tokens) are
+// read-only files under SecretsDir from one projected volume; the LLM and
+// Telegram keys are environment variables from Secret keys. hash is the
+// inputs hash of the config and those secrets.
 func gatewayDeployment(gs *garrav1alpha1.GarraServer, image, hash string) *appsv1ac.DeploymentApplyConfiguration {
 	lbl := labels(gs, ComponentGateway, "")
+
+	secrets := corev1ac.ProjectedVolumeSource().WithDefaultMode(SecretFileMode)
+	for _, fr := range gatewayFileRefs(gs) {
+		secrets.WithSources(corev1ac.VolumeProjection().WithSecret(
+			corev1ac.SecretProjection().WithName(fr.Ref.Secret).
+				WithItems(corev1ac.KeyToPath().WithKey(fr.Ref.Key).WithPath(fr.Path))))
+	}
 
 	env := []*corev1ac.EnvVarApplyConfiguration{corev1ac.EnvVar().WithName(EnvHome).WithValue(TmpDir)}
 	for _, er := range gatewayEnvRefs(gs) {
@@ -37,6 +46,7 @@ func gatewayDeployment(gs *garrav1alpha1.GarraServer, image, hash string) *appsv
 			corev1ac.VolumeMount().WithName("config").WithMountPath(ConfigDir).WithReadOnly(true),
 			corev1ac.VolumeMount().WithName("data").WithMountPath(DataDir),
 			corev1ac.VolumeMount().WithName("tmp").WithMountPath(TmpDir),
+			corev1ac.VolumeMount().WithName("secrets").WithMountPath(SecretsDir).WithReadOnly(true),
 		).
 		WithReadinessProbe(readinessProbe("/readyz", gatewayName(gs))).
 		WithLivenessProbe(livenessProbe("/healthz", gatewayName(gs))).
@@ -57,6 +67,7 @@ func gatewayDeployment(gs *garrav1alpha1.GarraServer, image, hash string) *appsv
 			corev1ac.Volume().WithName("data").WithPersistentVolumeClaim(
 				corev1ac.PersistentVolumeClaimVolumeSource().WithClaimName(gatewayDataName(gs))),
 			corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
+			corev1ac.Volume().WithName("secrets").WithProjected(secrets),
 		)
 
 	return singlePodDeployment(gs, gatewayName(gs), lbl, hash, pod)

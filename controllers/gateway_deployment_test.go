@@ -13,21 +13,24 @@ import (
 
 func TestGatewayDeployment(t *testing.T) {
 	tests := []struct {
-		name    string
-		mutate  func(*garrav1alpha1.GarraServer)
-		wantEnv map[string]string
-		check   func(*testing.T, *appsv1.Deployment)
+		name      string
+		mutate    func(*garrav1alpha1.GarraServer)
+		wantEnv   map[string]string
+		wantFiles map[string]string // under /var/run/garra
+		check     func(*testing.T, *appsv1.Deployment)
 	}{
 		{
 			name: "generated key, two orchestrators",
 			wantEnv: map[string]string{
-				"HOME":                         "=/tmp",
-				"GARRAIA_GATEWAY_API_KEY":      "team-a-gateway/api-key",
-				"GARRA_LLM_API_KEY":            "llm-keys/openrouter",
-				"GARRA_ORCH_TOKEN_BADGOOD":     "team-a-orch-badgood/token",
-				"GARRA_SANDBOX_TOKEN_BADGOOD":  "team-a-orch-badgood/sandbox-token",
-				"GARRA_ORCH_TOKEN_N8N_PROD":    "n8n-token/token",
-				"GARRA_SANDBOX_TOKEN_N8N_PROD": "team-a-orch-n8n-prod/sandbox-token",
+				"HOME":              "=/tmp",
+				"GARRA_LLM_API_KEY": "llm-keys/openrouter",
+			},
+			wantFiles: map[string]string{
+				"api-key":                 "team-a-gateway/api-key",
+				"tokens/badgood":          "team-a-orch-badgood/token",
+				"sandbox-tokens/badgood":  "team-a-orch-badgood/sandbox-token",
+				"tokens/n8n-prod":         "n8n-token/token",
+				"sandbox-tokens/n8n-prod": "team-a-orch-n8n-prod/sandbox-token",
 			},
 			check: func(t *testing.T, d *appsv1.Deployment) {
 				if c := d.Spec.Template.Spec.Containers[0]; c.Resources.Limits != nil || c.Resources.Requests != nil {
@@ -42,11 +45,11 @@ func TestGatewayDeployment(t *testing.T) {
 				gs.Spec.Orchestrators = nil
 			},
 			wantEnv: map[string]string{
-				"HOME":                    "=/tmp",
-				"GARRAIA_GATEWAY_API_KEY": "team-a-gateway/api-key",
-				"GARRA_LLM_API_KEY":       "llm-keys/openrouter",
-				"BRAVE_API_KEY":           "brave/api",
+				"HOME":              "=/tmp",
+				"GARRA_LLM_API_KEY": "llm-keys/openrouter",
+				"BRAVE_API_KEY":     "brave/api",
 			},
+			wantFiles: map[string]string{"api-key": "team-a-gateway/api-key"},
 		},
 		{
 			name: "BYO key, telegram token, resources",
@@ -59,11 +62,11 @@ func TestGatewayDeployment(t *testing.T) {
 					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}
 			},
 			wantEnv: map[string]string{
-				"HOME":                    "=/tmp",
-				"GARRAIA_GATEWAY_API_KEY": "my-key/api-key",
-				"GARRA_LLM_API_KEY":       "llm-keys/openrouter",
-				"TELEGRAM_BOT_TOKEN":      "tg/token",
+				"HOME":               "=/tmp",
+				"GARRA_LLM_API_KEY":  "llm-keys/openrouter",
+				"TELEGRAM_BOT_TOKEN": "tg/token",
 			},
+			wantFiles: map[string]string{"api-key": "my-key/api-key"},
 			check: func(t *testing.T, d *appsv1.Deployment) {
 				c := d.Spec.Template.Spec.Containers[0]
 				if q := c.Resources.Requests[corev1.ResourceCPU]; q.String() != "100m" {
@@ -103,7 +106,15 @@ func TestGatewayDeployment(t *testing.T) {
 				t.Errorf("ports = %+v", c.Ports)
 			}
 			eqMap(t, "env", envFrom(c), tc.wantEnv)
-			eqMap(t, "mounts", mounts(c), map[string]string{"/etc/garra": "config (ro)", "/var/lib/garra": "data", "/tmp": "tmp"})
+			eqMap(t, "mounts", mounts(c), map[string]string{"/etc/garra": "config (ro)", "/var/lib/garra": "data", "/tmp": "tmp",
+				"/var/run/garra": "secrets (ro)"})
+			// The gateway's own credentials: one read-only file each, for
+			// owner and group (the pod's fsGroup) only.
+			files, mode := projectedFiles(pod, "secrets")
+			eqMap(t, "secret files", files, tc.wantFiles)
+			if mode != 0o440 {
+				t.Errorf("secret files mode = %#o, want 0440", mode)
+			}
 			vols := map[string]corev1.Volume{}
 			for _, v := range pod.Volumes {
 				vols[v.Name] = v

@@ -129,6 +129,32 @@ func envFrom(c corev1.Container) map[string]string {
 	return out
 }
 
+// projectedFiles maps each file of pod's projected volume to the Secret key
+// it comes from ("secret/key"), by its path under the volume's mount, and
+// returns the volume's default mode (-1 when unset).
+func projectedFiles(pod corev1.PodSpec, volume string) (map[string]string, int32) {
+	out := map[string]string{}
+	mode := int32(-1)
+	for _, v := range pod.Volumes {
+		if v.Name != volume || v.Projected == nil {
+			continue
+		}
+		if v.Projected.DefaultMode != nil {
+			mode = *v.Projected.DefaultMode
+		}
+		for _, src := range v.Projected.Sources {
+			if src.Secret == nil {
+				out["?non-secret source"] = ""
+				continue
+			}
+			for _, it := range src.Secret.Items {
+				out[it.Path] = src.Secret.Name + "/" + it.Key
+			}
+		}
+	}
+	return out, mode
+}
+
 func mounts(c corev1.Container) map[string]string {
 	out := map[string]string{}
 	for _, m := range c.VolumeMounts {

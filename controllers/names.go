@@ -10,8 +10,6 @@
 package controllers
 
 import (
-	"strings"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
@@ -59,19 +57,44 @@ const (
 	KeySandboxToken = "sandbox-token"
 )
 
-// Environment variables the pods get (every secret arrives as one of these,
-// from a Secret key reference; none is ever written into config.yml).
-// They are names, not credentials, whatever gosec G101 guesses.
+// Environment variables the pods get. The secrets among them arrive from a
+// Secret key reference; none is ever written into config.yml. They are
+// names, not credentials, whatever gosec G101 guesses.
 const (
-	EnvGatewayAPIKey = "GARRAIA_GATEWAY_API_KEY"
 	EnvLLMAPIKey     = "GARRA_LLM_API_KEY"  //nolint:gosec // G101: a variable name
 	EnvTelegramToken = "TELEGRAM_BOT_TOKEN" //nolint:gosec // G101: a variable name
 	EnvSandboxToken  = "GARRA_SANDBOX_TOKEN"
 	EnvHome          = "HOME"
-
-	envOrchTokenPrefix    = "GARRA_ORCH_TOKEN_" //nolint:gosec // G101: a variable name prefix
-	envSandboxTokenPrefix = "GARRA_SANDBOX_TOKEN_"
 )
+
+// SecretsDir is where the gateway pod finds the credentials of the gateway
+// itself: its owner key, each orchestrator's bearer token and each sandbox
+// token, one read-only file per credential (never in the environment, where
+// every process the gateway starts would inherit it and /proc keeps it for
+// the life of the process). One file per caller under tokens/ is also what
+// a gateway that watches the directory needs to pick up a new token.
+const SecretsDir = "/var/run/garra" //nolint:gosec // G101: a directory, not a credential
+
+// SecretFileMode is the mode of the credential files: readable by owner
+// and group. The kubelet gives them the pod's fsGroup, which is how the
+// non-root gateway may read them; nobody else may.
+const SecretFileMode int32 = 0o440
+
+// Paths of the gateway's credentials, relative to SecretsDir.
+const (
+	apiKeyPath         = "api-key"
+	orchTokenDir       = "tokens"
+	sandboxTokenDirRel = "sandbox-tokens"
+)
+
+// APIKeyFile is the gateway's owner key in its pod.
+func APIKeyFile() string { return SecretsDir + "/" + apiKeyPath }
+
+// OrchTokenFile is orchestrator o's bearer token in the gateway's pod.
+func OrchTokenFile(o string) string { return SecretsDir + "/" + orchTokenDir + "/" + o }
+
+// SandboxTokenFile is the gateway's token for o's sandbox, in its pod.
+func SandboxTokenFile(o string) string { return SecretsDir + "/" + sandboxTokenDirRel + "/" + o }
 
 // NonRootID is the UID and GID of every container (distroless "nonroot").
 const NonRootID int64 = 65532
@@ -83,16 +106,6 @@ func orchSecretName(gs *garrav1alpha1.GarraServer, o string) string {
 }
 func workspaceName(gs *garrav1alpha1.GarraServer, o string) string { return gs.Name + "-ws-" + o }
 func sandboxName(gs *garrav1alpha1.GarraServer, o string) string   { return gs.Name + "-sandbox-" + o }
-
-// envSuffix is an orchestrator name as an environment variable suffix:
-// upper case, '-' as '_'. Names are DNS labels, so the mapping is one-to-one.
-func envSuffix(o string) string { return strings.ToUpper(strings.ReplaceAll(o, "-", "_")) }
-
-// OrchTokenEnv is the gateway's variable holding orchestrator o's token.
-func OrchTokenEnv(o string) string { return envOrchTokenPrefix + envSuffix(o) }
-
-// SandboxTokenEnv is the gateway's variable holding o's sandbox token.
-func SandboxTokenEnv(o string) string { return envSandboxTokenPrefix + envSuffix(o) }
 
 // GatewayHosts are the Host values the gateway accepts besides loopback:
 // the DNS names of its Service.

@@ -13,9 +13,9 @@ func TestNames(t *testing.T) {
 		{orchSecretName(gs, "badgood"), "team-a-orch-badgood"},
 		{workspaceName(gs, "badgood"), "team-a-ws-badgood"},
 		{sandboxName(gs, "badgood"), "team-a-sandbox-badgood"},
-		{OrchTokenEnv("badgood"), "GARRA_ORCH_TOKEN_BADGOOD"},
-		{OrchTokenEnv("n8n-prod"), "GARRA_ORCH_TOKEN_N8N_PROD"},
-		{SandboxTokenEnv("n8n-prod"), "GARRA_SANDBOX_TOKEN_N8N_PROD"},
+		{APIKeyFile(), "/var/run/garra/api-key"},
+		{OrchTokenFile("n8n-prod"), "/var/run/garra/tokens/n8n-prod"},
+		{SandboxTokenFile("n8n-prod"), "/var/run/garra/sandbox-tokens/n8n-prod"},
 		{Endpoint(gs), "http://team-a-gateway.agents.svc:3888/mcp"},
 		{SandboxURL(gs, "badgood"), "http://team-a-sandbox-badgood.agents.svc:8080/mcp"},
 	} {

@@ -36,11 +36,7 @@ func (r *GarraServerReconciler) applyGateway(ctx context.Context, s *reconcileSt
 	if _, err := r.applyClaim(ctx, gatewayClaim(gs)); err != nil {
 		return err
 	}
-	refs := make([]secretRef, 0)
-	for _, er := range gatewayEnvRefs(gs) {
-		refs = append(refs, er.Ref)
-	}
-	dep := gatewayDeployment(gs, gatewayImage(gs, r.GarraImage), s.gatewayHash(refs))
+	dep := gatewayDeployment(gs, gatewayImage(gs, r.GarraImage), s.gatewayHash(gatewaySecretRefs(gs)))
 	if _, err := applyIfChanged(ctx, r.Client, dep, &appsv1.Deployment{}, appsv1ac.ExtractDeployment); err != nil {
 		return err
 	}
@@ -49,11 +45,7 @@ func (r *GarraServerReconciler) applyGateway(ctx context.Context, s *reconcileSt
 }
 
 func (r *GarraServerReconciler) warnConfig(gs *garrav1alpha1.GarraServer, configYAML string) {
-	var env []string
-	for _, er := range gatewayEnvRefs(gs) {
-		env = append(env, er.Env)
-	}
-	problems, err := configWarnings(configYAML, env)
+	problems, err := configWarnings(configYAML, gatewayPodEnv(gs), gatewayPodFiles(gs))
 	if err != nil {
 		r.event(gs, true, garrav1alpha1.EventConfigWarning, "Validate", "%v", err)
 		return

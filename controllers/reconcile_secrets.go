@@ -66,8 +66,7 @@ func (r *GarraServerReconciler) ensureSecret(ctx context.Context, s *reconcileSt
 // A missing Secret or key is recorded (the status says which), not an
 // error: the pods are still applied and roll when it appears.
 func (r *GarraServerReconciler) readSecrets(ctx context.Context, s *reconcileState) error {
-	for _, er := range gatewayEnvRefs(s.gs) {
-		ref := er.Ref
+	for _, ref := range gatewaySecretRefs(s.gs) {
 		if _, ok := s.values[ref.String()]; ok {
 			continue
 		}

@@ -18,6 +18,10 @@ func SandboxCommand() []string {
 // sandboxDeployment is NAME-sandbox-O: one replica of `garra sandbox` under
 // the restricted Pod Security Standard, with /workspace from o's claim,
 // /tmp an emptyDir, no API token, and only its sandbox-token as a secret.
+//
+// The token stays an environment variable, unlike the gateway's: here bash
+// runs as the server's own uid, and any file the server can read, bash can
+// read too; the environment of the non-dumpable server it cannot.
 func sandboxDeployment(gs *garrav1alpha1.GarraServer, o garrav1alpha1.OrchestratorSpec, image, hash string) *appsv1ac.DeploymentApplyConfiguration {
 	lbl := labels(gs, ComponentSandbox, o.Name)
 	tok := sandboxTokenRef(gs, o.Name)

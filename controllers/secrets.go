@@ -61,7 +61,7 @@ type secretRef struct {
 
 func (r secretRef) String() string { return r.Secret + "/" + r.Key }
 
-// gatewayAPIKeyRef is where GARRAIA_GATEWAY_API_KEY comes from.
+// gatewayAPIKeyRef is where the gateway's owner key comes from.
 func gatewayAPIKeyRef(gs *garrav1alpha1.GarraServer) secretRef {
 	if ref := gs.Spec.Gateway.APIKeySecretRef; ref != nil {
 		return secretRef{ref.Name, ref.Key, "spec.gateway.apiKeySecretRef"}
@@ -87,9 +87,12 @@ type envRef struct {
 	Ref secretRef
 }
 
-// gatewayEnvRefs are the gateway's secret-backed variables, in pod order.
+// gatewayEnvRefs are the gateway's secret-backed variables, in pod order:
+// the keys of services outside Garra (the LLM provider, Brave, Telegram), which
+// the gateway's libraries take from the environment. The gateway is
+// non-dumpable, so its tool children cannot read them there.
 func gatewayEnvRefs(gs *garrav1alpha1.GarraServer) []envRef {
-	refs := []envRef{{EnvGatewayAPIKey, gatewayAPIKeyRef(gs)}}
+	var refs []envRef
 	if ref := gs.Spec.LLM.APIKeySecretRef; ref != nil {
 		refs = append(refs, envRef{EnvLLMAPIKey, secretRef{ref.Name, ref.Key, "spec.llm.apiKeySecretRef"}})
 	}
@@ -100,10 +103,36 @@ func gatewayEnvRefs(gs *garrav1alpha1.GarraServer) []envRef {
 		ref := ch.Telegram.BotTokenSecretRef
 		refs = append(refs, envRef{EnvTelegramToken, secretRef{ref.Name, ref.Key, "spec.channels.telegram.botTokenSecretRef"}})
 	}
+	return refs
+}
+
+// fileRef is a Secret key the gateway reads as a file under SecretsDir.
+type fileRef struct {
+	Path string // relative to SecretsDir
+	Ref  secretRef
+}
+
+// gatewayFileRefs are the gateway's own credentials, in volume order: the
+// owner key, then per orchestrator its bearer token and its sandbox token.
+func gatewayFileRefs(gs *garrav1alpha1.GarraServer) []fileRef {
+	refs := []fileRef{{apiKeyPath, gatewayAPIKeyRef(gs)}}
 	for _, o := range gs.Spec.Orchestrators {
 		refs = append(refs,
-			envRef{OrchTokenEnv(o.Name), orchTokenRef(gs, o)},
-			envRef{SandboxTokenEnv(o.Name), sandboxTokenRef(gs, o.Name)})
+			fileRef{orchTokenDir + "/" + o.Name, orchTokenRef(gs, o)},
+			fileRef{sandboxTokenDirRel + "/" + o.Name, sandboxTokenRef(gs, o.Name)})
+	}
+	return refs
+}
+
+// gatewaySecretRefs is every Secret key the gateway pod reads, files and
+// variables: what its inputs hash covers and what must exist for it to run.
+func gatewaySecretRefs(gs *garrav1alpha1.GarraServer) []secretRef {
+	var refs []secretRef
+	for _, fr := range gatewayFileRefs(gs) {
+		refs = append(refs, fr.Ref)
+	}
+	for _, er := range gatewayEnvRefs(gs) {
+		refs = append(refs, er.Ref)
 	}
 	return refs
 }
@@ -112,9 +141,9 @@ func gatewayEnvRefs(gs *garrav1alpha1.GarraServer) []envRef {
 // generated ones), for the watch index.
 func ReferencedSecretNames(gs *garrav1alpha1.GarraServer) []string {
 	seen := map[string]bool{}
-	for _, er := range gatewayEnvRefs(gs) {
-		if er.Ref.Field != "generated" {
-			seen[er.Ref.Secret] = true
+	for _, ref := range gatewaySecretRefs(gs) {
+		if ref.Field != "generated" {
+			seen[ref.Secret] = true
 		}
 	}
 	names := make([]string, 0, len(seen))

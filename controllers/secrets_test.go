@@ -70,19 +70,22 @@ func TestNewCredentialUsesInjectedRandomness(t *testing.T) {
 	}
 }
 
-func TestGatewayEnvRefs(t *testing.T) {
+// The gateway's own credentials are files, the outside services' keys
+// variables; together they are what the pod reads.
+func TestGatewaySecretRefs(t *testing.T) {
 	tests := []struct {
-		name   string
-		mutate func(*garrav1alpha1.GarraServer)
-		want   map[string]string
+		name        string
+		mutate      func(*garrav1alpha1.GarraServer)
+		files, envs map[string]string
 	}{
 		{"generated key, LLM key, one BYO token", nil, map[string]string{
-			"GARRAIA_GATEWAY_API_KEY":      "team-a-gateway/api-key",
-			"GARRA_LLM_API_KEY":            "llm-keys/openrouter",
-			"GARRA_ORCH_TOKEN_BADGOOD":     "team-a-orch-badgood/token",
-			"GARRA_SANDBOX_TOKEN_BADGOOD":  "team-a-orch-badgood/sandbox-token",
-			"GARRA_ORCH_TOKEN_N8N_PROD":    "n8n-token/token",
-			"GARRA_SANDBOX_TOKEN_N8N_PROD": "team-a-orch-n8n-prod/sandbox-token",
+			"api-key":                 "team-a-gateway/api-key",
+			"tokens/badgood":          "team-a-orch-badgood/token",
+			"sandbox-tokens/badgood":  "team-a-orch-badgood/sandbox-token",
+			"tokens/n8n-prod":         "n8n-token/token",
+			"sandbox-tokens/n8n-prod": "team-a-orch-n8n-prod/sandbox-token",
+		}, map[string]string{
+			"GARRA_LLM_API_KEY": "llm-keys/openrouter",
 		}},
 		{"BYO gateway key, telegram, ollama", func(gs *garrav1alpha1.GarraServer) {
 			gs.Spec.Gateway.APIKeySecretRef = &garrav1alpha1.SecretKeySelector{Name: "my-key", Key: "k"}
@@ -91,16 +94,18 @@ func TestGatewayEnvRefs(t *testing.T) {
 				BotTokenSecretRef: &garrav1alpha1.SecretKeySelector{Name: "tg", Key: "bot"}}}
 			gs.Spec.Orchestrators = nil
 		}, map[string]string{
-			"GARRAIA_GATEWAY_API_KEY": "my-key/k",
-			"TELEGRAM_BOT_TOKEN":      "tg/bot",
+			"api-key": "my-key/k",
+		}, map[string]string{
+			"TELEGRAM_BOT_TOKEN": "tg/bot",
 		}},
 		{"web search key", func(gs *garrav1alpha1.GarraServer) {
 			gs.Spec.Gateway.WebSearch = &garrav1alpha1.WebSearchSpec{APIKeySecretRef: garrav1alpha1.SecretKeySelector{Name: "brave", Key: "api"}}
 			gs.Spec.Orchestrators = nil
 		}, map[string]string{
-			"GARRAIA_GATEWAY_API_KEY": "team-a-gateway/api-key",
-			"GARRA_LLM_API_KEY":       "llm-keys/openrouter",
-			"BRAVE_API_KEY":           "brave/api",
+			"api-key": "team-a-gateway/api-key",
+		}, map[string]string{
+			"GARRA_LLM_API_KEY": "llm-keys/openrouter",
+			"BRAVE_API_KEY":     "brave/api",
 		}},
 	}
 	for _, tc := range tests {
@@ -109,11 +114,25 @@ func TestGatewayEnvRefs(t *testing.T) {
 			if tc.mutate != nil {
 				tc.mutate(gs)
 			}
-			got := map[string]string{}
-			for _, er := range gatewayEnvRefs(gs) {
-				got[er.Env] = er.Ref.String()
+			files, envs := map[string]string{}, map[string]string{}
+			var all []string
+			for _, fr := range gatewayFileRefs(gs) {
+				files[fr.Path] = fr.Ref.String()
+				all = append(all, fr.Ref.String())
 			}
-			eqMap(t, "env refs", got, tc.want)
+			for _, er := range gatewayEnvRefs(gs) {
+				envs[er.Env] = er.Ref.String()
+				all = append(all, er.Ref.String())
+			}
+			eqMap(t, "file refs", files, tc.files)
+			eqMap(t, "env refs", envs, tc.envs)
+			var got []string
+			for _, r := range gatewaySecretRefs(gs) {
+				got = append(got, r.String())
+			}
+			if !slices.Equal(got, all) {
+				t.Errorf("gatewaySecretRefs = %v, want the files then the variables %v", got, all)
+			}
 		})
 	}
 	if got := ReferencedSecretNames(testServer()); !slices.Equal(got, []string{"llm-keys", "n8n-token"}) {

@@ -136,9 +136,9 @@ type SecretKeySelector struct {
 // always enabled by the operator.
 type GatewaySpec struct {
 	// APIKeySecretRef names an existing Secret key with the owner's bearer
-	// credential (GARRAIA_GATEWAY_API_KEY). When absent the operator
-	// generates one (32 random bytes, base64url) in the Secret NAME-gateway,
-	// key api-key, once.
+	// credential (mounted in the gateway pod as its gateway.api_key_file).
+	// When absent the operator generates one (32 random bytes, base64url) in
+	// the Secret NAME-gateway, key api-key, once.
 	// +optional
 	APIKeySecretRef *SecretKeySelector `json:"apiKeySecretRef,omitempty"`
 

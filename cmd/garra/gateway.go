@@ -15,8 +15,12 @@ func newGatewayCommand(o *rootOptions) *cobra.Command {
 		Long: `Serve the HTTP MCP gateway on gateway.listen.
 
 POST /mcp exists only with gateway.mcp_http.enabled and a credential
-(gateway.api_key or GARRAIA_GATEWAY_API_KEY). Orchestrators authenticate with
-the tokens held in the environment variables their key_env names.
+(gateway.api_key_file, gateway.api_key or GARRAIA_GATEWAY_API_KEY).
+Orchestrators authenticate with the tokens held in the files their key_file
+names or the environment variables their key_env names; the tokens for their
+sandboxes likewise (sandbox.token_file or sandbox.token_env). Files are read
+at start (sandbox tokens at each agent call); the process is non-dumpable, so
+no tool child can read its environment.
 
 Each caller sees only what its policy allows: tools, resources (garra://status,
 garra://policy, garra://chats, garra://chats/{chat}) and prompts
@@ -35,6 +39,10 @@ tokens, prompts, answers or chat ids in clear. Error kinds: docs/errors.md.`,
 			auditLog := newAuditLog(cfg, log)
 			defer closeLogged(log, "audit log", auditLog)
 			log.Info("garra gateway starting", "version", version, "config", configLabel(src.Path), "audit", auditLog.Path())
+			if err := cfg.ReadAPIKeyFile(o.getenv); err != nil {
+				// Fail closed, as without any key: POST /mcp stays off.
+				log.Error("no owner key", "error", err.Error(), "fix", "make gateway.api_key_file a readable file holding the key, and set only one of api_key and api_key_file")
+			}
 			chatRT, err := startChat(cmd.Context(), cfg, o.getenv, log)
 			if err != nil {
 				return err

@@ -34,6 +34,7 @@ var gatewayListeningLine = regexp.MustCompile(`msg="garra gateway listening" add
 // reader of ours.
 type watchedLog struct {
 	lockedBuffer
+	pid   int // the child's
 	re    *regexp.Regexp
 	once  sync.Once
 	seen  atomic.Bool
@@ -69,6 +70,7 @@ func startChild(t *testing.T, dir string, env []string, re *regexp.Regexp, args 
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	logs.pid = cmd.Process.Pid
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
@@ -98,15 +100,31 @@ type e2eSandbox struct {
 	logs           *watchedLog
 }
 
-func startE2ESandbox(t *testing.T, token string) e2eSandbox {
+// startE2ESandbox starts a sandbox holding token in $GARRA_SANDBOX_TOKEN,
+// or, with fromFile, in a file named by --token-file.
+func startE2ESandbox(t *testing.T, token string, fromFile bool) e2eSandbox {
 	t.Helper()
 	ws, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, logs := startChild(t, t.TempDir(), testEnv(t, sandbox.TokenEnv+"="+token), listeningLine,
-		"sandbox", "--workspace", ws, "--listen", "127.0.0.1:0")
+	env, args := testEnv(t, sandbox.TokenEnv+"="+token), []string{"sandbox", "--workspace", ws, "--listen", "127.0.0.1:0"}
+	if fromFile {
+		env, args = testEnv(t), append(args, "--token-file", secretFile(t, token))
+	}
+	addr, logs := startChild(t, t.TempDir(), env, listeningLine, args...)
 	return e2eSandbox{url: "http://" + addr + "/mcp", ws: ws, token: token, logs: logs}
+}
+
+// secretFile writes value (with a trailing newline, as a Secret volume or
+// an editor leaves it) to a new 0400 file and returns its path.
+func secretFile(t *testing.T, value string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(p, []byte(value+"\n"), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // e2eGateway is a `garra gateway` process and the directories it was given.
@@ -127,7 +145,9 @@ const (
 
 // startE2EGateway runs `garra gateway --config` with orchestrators alpha
 // and beta, each pointed at its sandbox, the LLM at double, and
-// sbxAlphaToken as what the gateway holds for alpha's sandbox.
+// sbxAlphaToken as what the gateway holds for alpha's sandbox. The owner's
+// key and alpha's tokens come from files (as the operator mounts them),
+// beta's from the environment.
 func startE2EGateway(t *testing.T, double *llmdouble.Server, alpha, beta e2eSandbox, sbxAlphaToken string) *e2eGateway {
 	t.Helper()
 	g := &e2eGateway{dataDir: t.TempDir(), cwd: t.TempDir(), alphaKey: e2eAlphaKey, betaKey: e2eBetaKey}
@@ -137,6 +157,7 @@ llm:
   base_url: %s
 gateway:
   listen: 127.0.0.1:0
+  api_key_file: %s
   rate_limit:
     requests_per_minute: 1000
   mcp_http:
@@ -146,24 +167,21 @@ gateway:
     agent_max_seconds: 60
     orchestrators:
       - name: alpha
-        key_env: ALPHA_MCP_KEY
+        key_file: %s
         tools: [status, agent]
-        sandbox: {url: %q, token_env: SBX_ALPHA}
+        sandbox: {url: %q, token_file: %s}
       - name: beta
         key_env: BETA_MCP_KEY
         tools: [status, agent]
         sandbox: {url: %q, token_env: SBX_BETA}
-`, g.dataDir, double.OpenAIBaseURL(), alpha.url, beta.url)
+`, g.dataDir, double.OpenAIBaseURL(), secretFile(t, e2eOwnerKey), secretFile(t, e2eAlphaKey), alpha.url, secretFile(t, sbxAlphaToken), beta.url)
 	path := filepath.Join(t.TempDir(), "config.yml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	env := testEnv(t,
 		"OPENROUTER_API_KEY="+fakeKey,
-		"GARRAIA_GATEWAY_API_KEY="+e2eOwnerKey,
-		"ALPHA_MCP_KEY="+e2eAlphaKey,
 		"BETA_MCP_KEY="+e2eBetaKey,
-		"SBX_ALPHA="+sbxAlphaToken,
 		"SBX_BETA="+beta.token,
 	)
 	for _, kv := range env {
@@ -233,8 +251,8 @@ func filesUnder(t *testing.T, dir, needle string) []string {
 const planText = "ALPHA-PLAN-7c1e: ship the gateway on Friday\n"
 
 func TestGatewayAgentEndToEndThroughSandboxes(t *testing.T) {
-	alpha := startE2ESandbox(t, e2eSbxAlpha)
-	beta := startE2ESandbox(t, e2eSbxBeta)
+	alpha := startE2ESandbox(t, e2eSbxAlpha, true)
+	beta := startE2ESandbox(t, e2eSbxBeta, false)
 	alphaPlan := filepath.Join(alpha.ws, "notes", "plan.md")
 	writeArgs, _ := json.Marshal(map[string]string{"path": "notes/plan.md", "content": planText})
 	readAbs, _ := json.Marshal(map[string]string{"path": alphaPlan})
@@ -386,6 +404,21 @@ func TestGatewayAgentEndToEndThroughSandboxes(t *testing.T) {
 				t.Errorf("a model request carries a gateway or sandbox secret (%s…)", s[:12])
 			}
 		}
+	}
+	// What came from files is not in the gateway's environment (readable
+	// here only to root: the gateway is non-dumpable); beta's tokens, from
+	// the environment, show the read works.
+	if environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", gw.logs.pid)); err == nil {
+		for _, s := range []string{e2eOwnerKey, e2eAlphaKey, e2eSbxAlpha} {
+			if bytes.Contains(environ, []byte(s)) {
+				t.Errorf("the gateway's environment holds a secret read from a file (%s…)", s[:12])
+			}
+		}
+		if !bytes.Contains(environ, []byte(e2eBetaKey)) {
+			t.Error("the gateway's environment lacks beta's key: the check above cannot tell")
+		}
+	} else if os.Getuid() == 0 {
+		t.Errorf("root cannot read the gateway's environment: %v", err)
 	}
 	if t.Failed() {
 		t.Logf("gateway log:\n%s", gw.logs.String())

@@ -10,9 +10,19 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/garraia/garra/internal/procguard"
 )
 
 func main() {
+	// Before any secret is read or any child started: no child may read
+	// this process's environment, descriptors or memory, and orphans of
+	// the commands its tools run come back here to be killed (see
+	// procguard). Failing that, nothing runs.
+	if err := guardProcess(); err != nil {
+		fmt.Fprintln(os.Stderr, "garra:", err)
+		os.Exit(1)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newRootCommand(os.Getenv).ExecuteContext(ctx)
 	stop()
@@ -27,6 +37,16 @@ func main() {
 		fmt.Fprintln(os.Stderr, "garra:", err)
 		os.Exit(1)
 	}
+}
+
+// guardProcess makes this process non-dumpable and a child subreaper.
+// Every subcommand gets both: those that hold no secret and start no
+// child lose nothing by it.
+func guardProcess() error {
+	if err := procguard.Harden(); err != nil {
+		return err
+	}
+	return procguard.BecomeSubreaper()
 }
 
 // exitError ends the process with a specific code: 2 for usage errors, as

@@ -19,6 +19,11 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// Open to every user: some tests run the binary as an unprivileged uid.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	garraBin = filepath.Join(dir, "garra")
 	build := exec.Command("go", "build", "-o", garraBin, ".")
 	build.Stderr = os.Stderr

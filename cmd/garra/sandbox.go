@@ -7,12 +7,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/redact"
 	"github.com/garraia/garra/internal/sandbox"
 )
 
 func newSandboxCommand(o *rootOptions) *cobra.Command {
-	var workspace, listen string
+	var workspace, listen, tokenFile string
 	cmd := &cobra.Command{
 		Use:   "sandbox",
 		Short: "Serve the agent's tools on one workspace over MCP HTTP (runs in an orchestrator's pod)",
@@ -24,19 +25,27 @@ pod, which is the security boundary (no LLM key, only its own workspace
 volume). bash runs on the pod, behind the shell gate. The gateway calls it.
 
 Endpoints:
-  POST /mcp     MCP; every request needs "Authorization: Bearer $GARRA_SANDBOX_TOKEN"
+  POST /mcp     MCP; every request needs "Authorization: Bearer <token>"
   GET  /healthz 200 while the process serves
   GET  /readyz  200 while the workspace is present and a directory
 
-Environment:
-  GARRA_SANDBOX_TOKEN  the bearer token (required; at least 16 characters)
+Environment (exactly one):
+  GARRA_SANDBOX_TOKEN       the bearer token (at least 16 characters)
+  GARRA_SANDBOX_TOKEN_FILE  a file holding it (or --token-file)
+
+The process is non-dumpable: bash, running as the same user, can read
+neither its environment nor its memory. Nothing a bash command starts
+outlives the call.
 
 Logs go to stderr, redacted; the first line names the bound address
 (msg="garra sandbox listening" addr=HOST:PORT). SIGTERM or SIGINT stops
 accepting and lets in-flight calls finish for up to 25 s.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			token := o.getenv(sandbox.TokenEnv)
+			token, err := sandboxToken(o.getenv, tokenFile, cmd.Flags().Changed("token-file"))
+			if err != nil {
+				return usageError("sandbox: %v", err)
+			}
 			// The built-in rules plus the token itself, by value, belt and
 			// braces: nothing logs it.
 			log := newLogger(cmd.ErrOrStderr(), redact.Default().WithSecrets(token))
@@ -59,5 +68,29 @@ accepting and lets in-flight calls finish for up to 25 s.`,
 	}
 	cmd.Flags().StringVar(&workspace, "workspace", "/workspace", "the workspace directory the tools work on (must exist; not a symlink)")
 	cmd.Flags().StringVar(&listen, "listen", ":8080", "address to listen on (host:port; port 0 picks a free one)")
+	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the bearer token (default $"+sandbox.TokenFileEnv+"; instead of $"+sandbox.TokenEnv+")")
 	return cmd
+}
+
+// sandboxToken is the bearer token from $GARRA_SANDBOX_TOKEN or from the
+// file --token-file (else $GARRA_SANDBOX_TOKEN_FILE) names; both is an
+// error, so that which one is live is never a question. "" with no error
+// means neither: sandbox.New refuses that.
+func sandboxToken(getenv func(string) string, flagFile string, flagSet bool) (string, error) {
+	file := flagFile
+	if !flagSet {
+		file = getenv(sandbox.TokenFileEnv)
+	}
+	token := getenv(sandbox.TokenEnv)
+	switch {
+	case file != "" && token != "":
+		return "", fmt.Errorf("%s and a token file are both set: set only one", sandbox.TokenEnv)
+	case file != "":
+		t, err := config.ReadSecretFile(file)
+		if err != nil {
+			return "", fmt.Errorf("token file: %w", err)
+		}
+		return t, nil
+	}
+	return token, nil
 }

@@ -131,18 +131,36 @@ func TestSandboxCommandRefusesToStart(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(sandboxTestToken+"\n"), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	emptyFile := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(emptyFile, []byte("\n"), 0o400); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name, token, ws, want string
+		file, fileEnv         string
 	}{
-		{"no token", "", ws, "GARRA_SANDBOX_TOKEN is not set"},
-		{"short token", "short", ws, "GARRA_SANDBOX_TOKEN must be at least 16 characters"},
-		{"missing workspace", sandboxTestToken, filepath.Join(ws, "nope"), "does not exist"},
-		{"file workspace", sandboxTestToken, file, "not a directory"},
+		{name: "no token", ws: ws, want: "GARRA_SANDBOX_TOKEN is not set (nor GARRA_SANDBOX_TOKEN_FILE)"},
+		{name: "short token", token: "short", ws: ws, want: "GARRA_SANDBOX_TOKEN must be at least 16 characters"},
+		{name: "missing workspace", token: sandboxTestToken, ws: filepath.Join(ws, "nope"), want: "does not exist"},
+		{name: "file workspace", token: sandboxTestToken, ws: file, want: "not a directory"},
+		{name: "token and --token-file", token: sandboxTestToken, ws: ws, file: tokenFile, want: "GARRA_SANDBOX_TOKEN and a token file are both set"},
+		{name: "token and GARRA_SANDBOX_TOKEN_FILE", token: sandboxTestToken, ws: ws, fileEnv: tokenFile, want: "both set"},
+		{name: "missing token file", ws: ws, file: filepath.Join(ws, "nope"), want: "token file: open"},
+		{name: "empty token file", ws: ws, fileEnv: emptyFile, want: "is empty"},
+		{name: "token file, bad workspace", ws: file, file: tokenFile, want: "not a directory"},
 	} {
-		env := map[string]string{sandbox.TokenEnv: tc.token}
+		env := map[string]string{sandbox.TokenEnv: tc.token, sandbox.TokenFileEnv: tc.fileEnv}
 		cmd := newSandboxCommand(&rootOptions{getenv: func(k string) string { return env[k] }})
 		cmd.SetErr(io.Discard)
-		cmd.SetArgs([]string{"--workspace", tc.ws, "--listen", "127.0.0.1:0"})
+		args := []string{"--workspace", tc.ws, "--listen", "127.0.0.1:0"}
+		if tc.file != "" {
+			args = append(args, "--token-file", tc.file)
+		}
+		cmd.SetArgs(args)
 		err := cmd.ExecuteContext(context.Background())
 		var ee *exitError
 		if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(ee.msg, tc.want) {

@@ -32,11 +32,17 @@ func (p Problem) String() string { return p.Field + ": " + p.Message }
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // Check lists every problem of c, in file order. getenv resolves the
-// variables the file names (keys are never in the file). A configuration
-// with problems may still boot (the gateway fails closed around them), but
-// `garra config check` exits 1 on any that is not a Warning, so that they
-// are fixed.
+// variables the file names (keys are never in the file), and the secret
+// files it names are read (ReadSecretFile). A configuration with problems
+// may still boot (the gateway fails closed around them), but `garra config
+// check` exits 1 on any that is not a Warning, so that they are fixed.
 func (c *Config) Check(getenv func(string) string) []Problem {
+	return c.CheckWith(getenv, ReadSecretFile)
+}
+
+// CheckWith is Check with the secret files read by readFile: the operator
+// checks a rendered config against the files its pod will mount.
+func (c *Config) CheckWith(getenv func(string) string, readFile func(string) (string, error)) []Problem {
 	var ps []Problem
 	add := func(field, format string, a ...any) {
 		ps = append(ps, Problem{Field: field, Message: fmt.Sprintf(format, a...)})
@@ -64,8 +70,15 @@ func (c *Config) Check(getenv func(string) string) []Problem {
 
 	g := c.Gateway
 	m := g.MCPHTTP
-	if m.Enabled && g.APIKey == "" {
-		add("gateway.mcp_http.enabled", "the bridge is enabled without a credential: set gateway.api_key or %s, or /mcp answers 404", EnvGatewayAPIKey)
+	if g.APIKeyFile != "" && getenv(EnvGatewayAPIKey) == "" {
+		if g.APIKey != "" {
+			add("gateway.api_key_file", "gateway.api_key is set too: set only one")
+		} else if _, err := readFile(g.APIKeyFile); err != nil {
+			add("gateway.api_key_file", "%v: the gateway has no owner key", err)
+		}
+	}
+	if m.Enabled && g.APIKey == "" && g.APIKeyFile == "" {
+		add("gateway.mcp_http.enabled", "the bridge is enabled without a credential: set gateway.api_key_file, gateway.api_key or %s, or /mcp answers 404", EnvGatewayAPIKey)
 	}
 	if m.AllowSend && len(c.Channels.Telegram.ProactiveChatIDs) == 0 {
 		add("gateway.mcp_http.allow_send", "sending is enabled without an approved destination: list chats in channels.telegram.proactive_chat_ids, or every send is refused")
@@ -104,8 +117,14 @@ func (c *Config) Check(getenv func(string) string) []Problem {
 		seen[o.Name] = true
 		ps = append(ps, orchestratorPolicyProblems(field, o)...)
 		switch {
+		case o.KeyEnv != "" && o.KeyFile != "":
+			add(field+".key_file", "key_env is set too: set only one")
+		case o.KeyFile != "":
+			if _, err := readFile(o.KeyFile); err != nil {
+				add(field+".key_file", "%v: this orchestrator is disabled", err)
+			}
 		case o.KeyEnv == "":
-			add(field+".key_env", "required: the environment variable holding this orchestrator's token")
+			add(field+".key_env", "required (or key_file): the environment variable holding this orchestrator's token")
 		case getenv(o.KeyEnv) == "":
 			add(field+".key_env", "%s is not set: this orchestrator is disabled", o.KeyEnv)
 		}
@@ -122,8 +141,14 @@ func (c *Config) Check(getenv func(string) string) []Problem {
 				add(field+".sandbox.url", "%q is not an http(s) URL", o.Sandbox.URL)
 			}
 			switch {
+			case o.Sandbox.TokenEnv != "" && o.Sandbox.TokenFile != "":
+				add(field+".sandbox.token_file", "token_env is set too: set only one")
+			case o.Sandbox.TokenFile != "":
+				if _, err := readFile(o.Sandbox.TokenFile); err != nil {
+					add(field+".sandbox.token_file", "%v: agent tools for this orchestrator are refused", err)
+				}
 			case o.Sandbox.TokenEnv == "":
-				add(field+".sandbox.token_env", "required with sandbox.url")
+				add(field+".sandbox.token_env", "required with sandbox.url (or token_file)")
 			case getenv(o.Sandbox.TokenEnv) == "":
 				add(field+".sandbox.token_env", "%s is not set: agent tools for this orchestrator are refused", o.Sandbox.TokenEnv)
 			}

@@ -2,7 +2,7 @@
 // loading with env-over-file precedence, and Check, which lists every problem
 // a user must fix. The same file drives `garra mcp-server`, `garra ask` and
 // `garra gateway`; secrets are never stored in it, only the names of the
-// environment variables that hold them.
+// environment variables or files that hold them.
 package config
 
 import (
@@ -119,8 +119,11 @@ type Sandbox struct {
 
 // Gateway configures `garra gateway`.
 type Gateway struct {
-	Listen       string    `json:"listen,omitempty"`
-	APIKey       string    `json:"api_key,omitempty"`
+	Listen string `json:"listen,omitempty"`
+	APIKey string `json:"api_key,omitempty"`
+	// APIKeyFile holds the owner's key instead of api_key (see
+	// Config.ReadAPIKeyFile).
+	APIKeyFile   string    `json:"api_key_file,omitempty"`
 	AllowedHosts []string  `json:"allowed_hosts,omitempty"`
 	RateLimit    RateLimit `json:"rate_limit"`
 	MCPHTTP      MCPHTTP   `json:"mcp_http"`
@@ -150,11 +153,13 @@ type MCPHTTP struct {
 	WebFetchAllowedHosts []string `json:"web_fetch_allowed_hosts,omitempty"`
 }
 
-// Orchestrator is one external caller of the gateway.
+// Orchestrator is one external caller of the gateway. Its token is in
+// the variable KeyEnv names or in the file KeyFile names (one of them).
 type Orchestrator struct {
-	Name   string   `json:"name"`
-	KeyEnv string   `json:"key_env"`
-	Tools  []string `json:"tools,omitempty"`
+	Name    string   `json:"name"`
+	KeyEnv  string   `json:"key_env,omitempty"`
+	KeyFile string   `json:"key_file,omitempty"`
+	Tools   []string `json:"tools,omitempty"`
 	// DenyTools are refused even when Tools lists them: deny wins.
 	DenyTools []string             `json:"deny_tools,omitempty"`
 	Chats     []string             `json:"chats,omitempty"`
@@ -162,9 +167,12 @@ type Orchestrator struct {
 }
 
 // OrchestratorSandbox points at the orchestrator's own `garra sandbox` pod.
+// Its bearer token is in the variable TokenEnv names or in the file
+// TokenFile names (one of them).
 type OrchestratorSandbox struct {
-	URL      string `json:"url"`
-	TokenEnv string `json:"token_env"`
+	URL       string `json:"url"`
+	TokenEnv  string `json:"token_env,omitempty"`
+	TokenFile string `json:"token_file,omitempty"`
 }
 
 // Channels configures the chat channels.

@@ -3,7 +3,8 @@ package config
 import "slices"
 
 // SecretValues returns the value of every secret c holds or names in an
-// environment variable that getenv resolves: the gateway key, the Brave
+// environment variable that getenv resolves or in a secret file (read with
+// ReadSecretFile): the gateway key, the Brave
 // key, the API key of each provider kind and alias (and of the default
 // variables, OPENAI_API_KEY and the like, wherever the config points),
 // each orchestrator's token and sandbox token, and the Telegram bot
@@ -23,7 +24,18 @@ func (c *Config) SecretValues(getenv func(string) string) []string {
 			add(getenv(name))
 		}
 	}
+	// A file the config names is read here too, each on its own (even
+	// when its entry also names a variable, which is a Check problem), so
+	// that whatever the process may have loaded from it is redacted.
+	file := func(path string) {
+		if path != "" {
+			if v, err := ReadSecretFile(path); err == nil {
+				add(v)
+			}
+		}
+	}
 	add(c.Gateway.APIKey)
+	file(c.Gateway.APIKeyFile)
 	add(c.LLM.Brave.APIKey)
 	for _, name := range c.ProviderNames() {
 		if ref, err := c.ResolveProvider(name); err == nil {
@@ -37,8 +49,10 @@ func (c *Config) SecretValues(getenv func(string) string) []string {
 	}
 	for _, o := range c.Gateway.MCPHTTP.Orchestrators {
 		env(o.KeyEnv)
+		file(o.KeyFile)
 		if o.Sandbox != nil {
 			env(o.Sandbox.TokenEnv)
+			file(o.Sandbox.TokenFile)
 		}
 	}
 	env(c.Channels.Telegram.BotTokenEnv)

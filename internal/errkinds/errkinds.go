@@ -114,7 +114,7 @@ var HTTP = []HTTPStatus{
 	{401, "unauthorized", "missing bearer token", "unauthorized",
 		"No `Authorization: Bearer` header."},
 	{401, "unauthorized", "invalid bearer token", "unauthorized",
-		"The token is neither gateway.api_key nor an orchestrator's (from its key_env)."},
+		"The token is neither the gateway's owner key nor an orchestrator's (from its key_file or key_env)."},
 	{406, "not_acceptable", "Accept must list both application/json and text/event-stream", "not_acceptable",
 		"The Streamable HTTP Accept rule."},
 	{405, "", "Method Not Allowed", "",

@@ -66,12 +66,9 @@ func (g *Gateway) runAgent(ctx context.Context, c Caller, req ask.Request, timeo
 func (g *Gateway) executorFor(c Caller) (tools.Executor, func(), error) {
 	noop := func() {}
 	if c.Sandbox != nil && c.Sandbox.URL != "" {
-		token := ""
-		if c.Sandbox.TokenEnv != "" {
-			token = g.getenv(c.Sandbox.TokenEnv)
-		}
-		if token == "" {
-			return nil, noop, fmt.Errorf("sandbox token variable %s is not set", c.Sandbox.TokenEnv)
+		token, err := c.Sandbox.Token(g.getenv)
+		if err != nil {
+			return nil, noop, fmt.Errorf("sandbox token: %w", err)
 		}
 		remote := tools.NewRemote(tools.RemoteOptions{URL: c.Sandbox.URL, Token: token})
 		if key := g.cfg.LLM.Brave.APIKey; key != "" {

@@ -18,9 +18,10 @@ type credential struct {
 }
 
 // callersFrom builds the credentials: the owner's key, then one per
-// orchestrator whose key_env is set. An orchestrator whose variable is
-// unset (or empty) is disabled with one warning: an empty token must never
-// authenticate anyone.
+// orchestrator whose token is available (the variable key_env names, or
+// the file key_file names). An orchestrator without one (variable unset or
+// empty, file unreadable or empty, or both keys set) is disabled with one
+// warning: an empty token must never authenticate anyone.
 func callersFrom(cfg *config.Config, getenv func(string) string, log *slog.Logger) []credential {
 	var creds []credential
 	if cfg.Gateway.APIKey != "" {
@@ -33,13 +34,10 @@ func callersFrom(cfg *config.Config, getenv func(string) string, log *slog.Logge
 				"fix", "rename it; `garra config check` lists the reserved names")
 			continue
 		}
-		token := ""
-		if o.KeyEnv != "" {
-			token = getenv(o.KeyEnv)
-		}
-		if token == "" {
-			log.Warn("orchestrator disabled: its token variable is unset", "orchestrator", o.Name, "key_env", o.KeyEnv,
-				"fix", "set the variable named by key_env in the gateway's environment")
+		token, err := o.Token(getenv)
+		if err != nil {
+			log.Warn("orchestrator disabled: no token", "orchestrator", o.Name, "error", err.Error(),
+				"fix", "set the variable key_env names in the gateway's environment, or key_file to a readable file holding the token")
 			continue
 		}
 		c := Caller{Name: o.Name, Chats: o.Chats, Sandbox: o.Sandbox}

@@ -56,6 +56,35 @@
 // versions a small middleware hands the request's context to the tool
 // handler. On shutdown (Run/Serve) in-flight calls get a grace period.
 //
+// # Process boundary
+//
+// bash runs as the server's own uid, so the server protects itself by
+// construction (procguard, set up by cmd/garra before anything else):
+//
+//   - The server is non-dumpable: bash cannot read its environment (where
+//     the token is, when it comes from GARRA_SANDBOX_TOKEN), open its
+//     descriptors or memory, or ptrace it. A token file would not be
+//     safer here: any file the server can read, bash, running as the same
+//     uid, can read too; an environment variable of a non-dumpable process
+//     it cannot.
+//   - Each bash command runs under its own supervisor (tools.HostRunner):
+//     nothing it starts survives the call, even after setsid or a
+//     backgrounded job; the server is the pod's first process and a
+//     subreaper, and kills the orphans of a supervisor the command killed.
+//   - The pod bounds the number of processes (the kubelet's pod pids limit,
+//     and the container's memory limit), not RLIMIT_NPROC: that limit
+//     counts the uid's tasks in every pod of the node that shares the host's
+//     user namespace, which this pod cannot see, so a per-call limit
+//     computed here could leave bash no process at all on a busy node.
+//
+// The workspace's .git stays writable to bash: a read-only bind needs
+// privileges the restricted pod does not have, and it is not needed. A
+// hook, fsmonitor, alias or filter planted there only ever runs in this same
+// pod, on this same volume, with the same rights the command that planted
+// it already had: no host ever runs git on the workspace volume, and the
+// sandbox's own git_diff disables hooks, fsmonitor, external diff, textconv
+// and filter drivers (tools.gitHardening).
+//
 // # Logs
 //
 // One line per tool call: tool, outcome (ok, tool_error, error),
@@ -92,6 +121,10 @@ import (
 // from (the operator fills it from the orchestrator's Secret).
 const TokenEnv = "GARRA_SANDBOX_TOKEN"
 
+// TokenFileEnv names a file holding the token instead (`garra sandbox
+// --token-file`), for deployments that mount it; set one or the other.
+const TokenFileEnv = "GARRA_SANDBOX_TOKEN_FILE"
+
 // MinTokenLen is the shortest token the server accepts. The operator
 // generates 32 random bytes (43 base64url characters); anything shorter
 // than this is a misconfiguration, not a secret.
@@ -114,7 +147,7 @@ const ServerName = "garra-sandbox"
 // Errors New returns (wrapped with detail), for callers that branch.
 var (
 	// ErrNoToken: the token is empty.
-	ErrNoToken = errors.New(TokenEnv + " is not set: the sandbox refuses to start without a bearer token")
+	ErrNoToken = errors.New(TokenEnv + " is not set (nor " + TokenFileEnv + "): the sandbox refuses to start without a bearer token")
 	// ErrWeakToken: the token is too short or contains whitespace or
 	// control characters (it could not be sent as a bearer token anyway).
 	ErrWeakToken = fmt.Errorf("%s must be at least %d characters with no whitespace or control characters", TokenEnv, MinTokenLen)
@@ -201,9 +234,10 @@ func New(o Options) (*Server, error) {
 		s.shutdown = DefaultShutdownTimeout
 	}
 	s.local = tools.NewLocal(tools.LocalOptions{
-		Jail:           j,
-		WorkingDir:     ws,
-		Bash:           &tools.HostRunner{DefaultDir: ws, MaxOutputBytes: o.MaxOutputBytes},
+		Jail:       j,
+		WorkingDir: ws,
+		// No RLIMIT_NPROC: the pod bounds processes (see the package doc).
+		Bash:           &tools.HostRunner{DefaultDir: ws, MaxOutputBytes: o.MaxOutputBytes, MaxProcs: -1},
 		HTTPClient:     o.HTTPClient,
 		MaxOutputBytes: o.MaxOutputBytes,
 		// No BraveAPIKey: web_search stays in the gateway.

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"time"
 
+	"github.com/garraia/garra/internal/procguard"
 	"github.com/garraia/garra/internal/shellgate"
 	"github.com/garraia/garra/internal/strictargs"
 )
@@ -138,11 +139,14 @@ func withNote(out, note string) string {
 // the isolated-pod profile (the pod is the boundary) and for the sandbox
 // server inside the orchestrator's pod, never for a developer's laptop.
 //
-// The child gets only the allowlisted environment (EnvAllowlist), runs in
-// its own process group that is killed as a whole when the context ends
-// and when the shell exits (so neither a timeout nor a backgrounded job
-// leaves processes behind), reads /dev/null as stdin, and its combined
-// output is capped.
+// The child gets only the allowlisted environment (EnvAllowlist), reads
+// /dev/null as stdin, and its combined output is capped. On Linux each
+// command runs under its own procguard supervisor: when the shell exits,
+// the call times out or is cancelled, or this process dies, every process
+// the command started is killed, including those that left its process
+// group (setsid, set -m, nohup, disown), and the number of processes it
+// may run is bounded (MaxProcs). Elsewhere the command's process group is
+// killed instead.
 type HostRunner struct {
 	// Shell is the shell binary, absolute. Default /bin/bash, run as
 	// `bash --noprofile --norc -c COMMAND`.
@@ -153,6 +157,14 @@ type HostRunner struct {
 	// MaxOutputBytes caps the combined output (DefaultMaxOutputBytes when
 	// not positive).
 	MaxOutputBytes int
+	// MaxProcs is how many processes (and threads) one command may run at
+	// once beyond what this user already runs: RLIMIT_NPROC, which binds
+	// only a non-root user (procguard.Limits). 0 means
+	// procguard.DefaultMaxProcs; negative means no limit. The kernel counts
+	// every task of the uid in the user namespace, including ones this
+	// process cannot see (other containers running as the same uid): where
+	// those exist the bound is tighter than asked, down to none left.
+	MaxProcs int
 }
 
 var _ BashRunner = (*HostRunner)(nil)
@@ -170,22 +182,21 @@ func (r *HostRunner) Run(ctx context.Context, command, workDir string) (string, 
 	if shell == "" {
 		shell = "/bin/bash"
 	}
-	// The output pipe is ours, not exec's: when the shell exits we kill
-	// its group first and only then drain the pipe, so a backgrounded job
-	// holding the pipe open neither survives nor delays the result.
+	// The output pipe is ours, not exec's: Wait returns once the command
+	// and everything it started are gone (killed if need be), and only
+	// then is the pipe drained, so a backgrounded job holding it open
+	// neither survives nor delays the result.
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return "", -1, fmt.Errorf("cannot create the output pipe: %w", cause(err))
 	}
 	defer func() { _ = pr.Close() }()
-	cmd := exec.CommandContext(ctx, shell, "--noprofile", "--norc", "-c", command)
-	cmd.Dir = dir
-	cmd.Env = allowlistedEnv()
-	cmd.Stdout = pw
-	cmd.Stderr = pw
-	cmd.WaitDelay = killGrace
-	ownProcessGroup(cmd)
-	err = cmd.Start()
+	c := procguard.Command(ctx, procguard.Limits{MaxProcs: r.MaxProcs}, shell, "--noprofile", "--norc", "-c", command)
+	c.Cmd.Dir = dir
+	c.Cmd.Env = allowlistedEnv()
+	c.Cmd.Stdout = pw
+	c.Cmd.Stderr = pw
+	err = c.Start()
 	_ = pw.Close() // the child has its copy; EOF comes when the last writer exits
 	if err != nil {
 		return "", -1, fmt.Errorf("cannot start the shell: %w", cause(err))
@@ -196,13 +207,12 @@ func (r *HostRunner) Run(ctx context.Context, command, workDir string) (string, 
 		defer close(drained)
 		_, _ = io.Copy(out, pr)
 	}()
-	err = cmd.Wait()
-	// Whatever the shell left running in its group goes with it.
-	killProcessGroup(cmd)
+	err = c.Wait()
 	select {
 	case <-drained:
 	case <-time.After(killGrace):
-		// Something outside the group (setsid) still holds the pipe.
+		// A process the kill could not reach (stuck in the kernel, or
+		// outside the group where there is no supervisor) holds the pipe.
 		_ = pr.Close()
 		<-drained
 	}
@@ -243,4 +253,16 @@ func cause(err error) error {
 		return ee.Err
 	}
 	return err
+}
+
+// runTracked is cmd.Run with the child tracked by procguard: in a process
+// that is a subreaper every child must be, or the orphan sweep would take
+// it for one (see procguard.BecomeSubreaper).
+func runTracked(cmd *exec.Cmd) error {
+	release, err := procguard.Start(cmd)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return cmd.Wait()
 }

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/garraia/garra/internal/procguard"
 )
 
 // Container defaults.
@@ -50,11 +52,26 @@ var cliEnv = [...]string{
 // ContainerRunner runs each command in a fresh, throw-away docker or
 // podman container: no network, all capabilities dropped, no privilege
 // escalation, a process limit, the server's (or the given) uid:gid, and
-// only the call's working_dir mounted (read-write, at /workspace). It
-// refuses to run without a working_dir, and refuses a working_dir that is /
-// or contains $HOME or the server's current directory. When the container
-// cannot be started the command is refused with ErrSandboxUnavailable;
-// there is no host fallback.
+// only the call's working_dir mounted (read-write, at /workspace), with its
+// .git read-only over it. It refuses to run without a working_dir, and
+// refuses a working_dir that is / or contains $HOME or the server's current
+// directory. When the container cannot be started the command is refused
+// with ErrSandboxUnavailable; there is no host fallback.
+//
+// Nothing the command starts outlives the container: the command is the
+// container's first process, and when it exits the kernel kills the rest of
+// its pid namespace; on timeout the container is removed (rm -f).
+//
+// Why .git is read-only: the container's files are the user's files, and
+// git on the host runs what a repository's .git says (hooks, core.fsmonitor,
+// aliases, filters) at the user's next git command, outside the container.
+// The repository git uses for a directory is the nearest .git at or above
+// it; one above the working directory is not mounted at all, so the
+// working directory's own .git (a directory, or a worktree's or
+// submodule's .git file) is the only one the container could change. A
+// .git the command creates where there was none (a new nested repository)
+// is not prevented: git on the host reads it only when run inside that
+// directory.
 //
 // The command runs as `bash -c COMMAND` (not sh): the gate parses bash,
 // and the tool is advertised as bash, so the image must provide bash.
@@ -98,13 +115,16 @@ func NewContainerRunner(backend, image string) *ContainerRunner {
 //	<backend> run --rm -i --network none --cap-drop ALL
 //	  --security-opt no-new-privileges --pids-limit N --user UID:GID
 //	  [podman: --userns=keep-id --http-proxy=false]
-//	  -v <canonical workDir>:/workspace:rw -w /workspace
-//	  <image> bash -c <command>
+//	  -v <canonical workDir>:/workspace:rw
+//	  [-v <canonical workDir>/.git:/workspace/.git:ro]
+//	  -w /workspace <image> bash -c <command>
 //
 // It resolves workDir (symlinks evaluated) and refuses: no workDir, a
 // relative one, one that is not a directory, "/", one that is or contains
-// $HOME or the server's current directory, and one whose path cannot be
-// expressed in -v syntax (':' or ',').
+// $HOME or the server's current directory, one whose path cannot be
+// expressed in -v syntax (':' or ','), and one whose .git is a symlink or
+// neither a directory nor a file (it could not be mounted read-only in
+// place: a bind mount follows the link).
 func (r *ContainerRunner) Argv(command, workDir string) ([]string, error) {
 	return r.argv(command, workDir, "")
 }
@@ -119,6 +139,10 @@ func (r *ContainerRunner) argv(command, workDir, name string) ([]string, error) 
 		return nil, fmt.Errorf("sandbox user %d:%d is invalid", r.UID, r.GID)
 	}
 	mount, err := mountableDir(workDir)
+	if err != nil {
+		return nil, err
+	}
+	gitDir, err := gitDirOf(mount)
 	if err != nil {
 		return nil, err
 	}
@@ -147,8 +171,13 @@ func (r *ContainerRunner) argv(command, workDir, name string) ([]string, error) 
 		// proxy variables (which may hold credentials) into the container.
 		argv = append(argv, "--userns=keep-id", "--http-proxy=false")
 	}
+	argv = append(argv, "-v", mount+":"+ContainerWorkDir+":rw")
+	if gitDir != "" {
+		// Mounted after (and so over) the read-write mount; both
+		// runtimes order nested mounts by destination.
+		argv = append(argv, "-v", gitDir+":"+ContainerWorkDir+"/.git:ro")
+	}
 	argv = append(argv,
-		"-v", mount+":"+ContainerWorkDir+":rw",
 		"-w", ContainerWorkDir,
 		image,
 		"bash", "-c", command,
@@ -184,6 +213,24 @@ func mountableDir(workDir string) (string, error) {
 		return "", errors.New("refusing to mount the server's current directory (or a directory containing it) into the sandbox; pass a subdirectory as working_dir")
 	}
 	return canon, nil
+}
+
+// gitDirOf returns dir/.git when it exists (a directory, or the .git file
+// of a worktree or submodule), "" when it does not.
+func gitDirOf(dir string) (string, error) {
+	p := filepath.Join(dir, ".git")
+	fi, err := os.Lstat(p)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return "", nil
+	case err != nil:
+		return "", errors.New("the working directory's .git cannot be read")
+	case fi.Mode()&os.ModeSymlink != 0:
+		return "", errors.New("the working directory's .git is a symlink and cannot be mounted read-only; replace it with the repository or a gitdir file")
+	case !fi.IsDir() && !fi.Mode().IsRegular():
+		return "", errors.New("the working directory's .git is neither a directory nor a file")
+	}
+	return p, nil
 }
 
 // containsDir reports whether the canonical directory dir is other or one
@@ -225,10 +272,12 @@ func (r *ContainerRunner) Run(ctx context.Context, command, workDir string) (str
 	cmd.Stdout = out
 	cmd.Stderr = out
 	cmd.WaitDelay = killGrace
-	if err := cmd.Start(); err != nil {
+	release, err := procguard.Start(cmd)
+	if err != nil {
 		return "", -1, fmt.Errorf("%w: cannot start %s: %w", ErrSandboxUnavailable, r.Backend, cause(err))
 	}
 	err = cmd.Wait()
+	release()
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		r.remove(bin, name)
 		return out.String(), -1, ctxErr
@@ -252,7 +301,7 @@ func (r *ContainerRunner) remove(bin, name string) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "rm", "-f", name)
 	cmd.Env = cliEnvironment()
-	_ = cmd.Run()
+	_ = runTracked(cmd)
 }
 
 func containerName() (string, error) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -27,6 +28,18 @@ func TestContainerArgvExact(t *testing.T) {
 	dir := canonTempDir(t)
 	link := filepath.Join(canonTempDir(t), "link")
 	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	repo := canonTempDir(t)
+	if err := os.MkdirAll(filepath.Join(repo, ".git", "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	worktree := canonTempDir(t) // a linked worktree or submodule: .git is a file
+	if err := os.WriteFile(filepath.Join(worktree, ".git"), []byte("gitdir: /elsewhere/.git/worktrees/w\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inRepo := filepath.Join(repo, "sub") // its repository's .git is above it: not mounted at all
+	if err := os.Mkdir(inRepo, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	cmd := `ls -la | grep "x y"`
@@ -67,6 +80,37 @@ func TestContainerArgvExact(t *testing.T) {
 				"-v", dir + ":/workspace:rw", "-w", "/workspace",
 				DefaultSandboxImage, "bash", "-c", cmd},
 		},
+		{
+			name: "repository root: .git read-only over the read-write mount",
+			r:    ContainerRunner{Backend: "docker", Image: "img", PidsLimit: 64, UID: 1000, GID: 1001},
+			dir:  repo,
+			want: []string{"docker", "run", "--rm", "-i",
+				"--network", "none", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+				"--pids-limit", "64", "--user", "1000:1001",
+				"-v", repo + ":/workspace:rw", "-v", repo + "/.git:/workspace/.git:ro", "-w", "/workspace",
+				"img", "bash", "-c", cmd},
+		},
+		{
+			name: "podman, worktree whose .git is a file",
+			r:    ContainerRunner{Backend: "podman", Image: "img", PidsLimit: 64, UID: 1000, GID: 1001},
+			dir:  worktree,
+			want: []string{"podman", "run", "--rm", "-i",
+				"--network", "none", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+				"--pids-limit", "64", "--user", "1000:1001",
+				"--userns=keep-id", "--http-proxy=false",
+				"-v", worktree + ":/workspace:rw", "-v", worktree + "/.git:/workspace/.git:ro", "-w", "/workspace",
+				"img", "bash", "-c", cmd},
+		},
+		{
+			name: "subdirectory of a repository",
+			r:    ContainerRunner{Backend: "docker", Image: "img", PidsLimit: 64, UID: 1000, GID: 1001},
+			dir:  inRepo,
+			want: []string{"docker", "run", "--rm", "-i",
+				"--network", "none", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+				"--pids-limit", "64", "--user", "1000:1001",
+				"-v", inRepo + ":/workspace:rw", "-w", "/workspace",
+				"img", "bash", "-c", cmd},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,6 +140,12 @@ func TestContainerArgvRefusals(t *testing.T) {
 	if err := os.Mkdir(colon, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	linkedGit := canonTempDir(t)
+	if err := os.Symlink(canonTempDir(t), filepath.Join(linkedGit, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	fifoGit := canonTempDir(t) // a .git that is a fifo, where mkfifo(1) exists
+	_ = exec.Command("mkfifo", filepath.Join(fifoGit, ".git")).Run()
 	tests := []struct {
 		name, backend, dir, want string
 	}{
@@ -109,11 +159,18 @@ func TestContainerArgvRefusals(t *testing.T) {
 		{"missing", "docker", filepath.Join(home, "nope"), "does not exist"},
 		{"file", "docker", file, "not a directory"},
 		{"colon", "docker", colon, "cannot be mounted"},
+		{".git symlink", "docker", linkedGit, ".git is a symlink"},
+		{".git fifo", "podman", fifoGit, ".git is neither a directory nor a file"},
 		{"ssh backend", "ssh", canonTempDir(t), "cannot run bash"},
 		{"empty backend", "", canonTempDir(t), "cannot run bash"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.dir == fifoGit {
+				if _, err := os.Lstat(filepath.Join(fifoGit, ".git")); err != nil {
+					t.Skip("no mkfifo here")
+				}
+			}
 			r := ContainerRunner{Backend: tt.backend, UID: 1, GID: 1}
 			argv, err := r.Argv("true", tt.dir)
 			if err == nil {
@@ -296,5 +353,69 @@ func TestContainerRunnerTimeoutRemovesContainer(t *testing.T) {
 	calls := readRecorded(t, rec)
 	if len(calls) != 2 || calls[1][0] != "rm" || calls[1][1] != "-f" || calls[1][2] != calls[0][4] {
 		t.Fatalf("calls = %q, want run then rm -f <name>", calls)
+	}
+}
+
+// miniDocker is a stand-in docker that honours the -v mounts of its argv:
+// in a private mount namespace it bind-mounts every ":ro" source
+// read-only onto itself and runs the command with bash in the ":rw" source
+// (which the container sees as /workspace). It needs root and unshare.
+const miniDocker = recordArgs + `
+[ "$1" = run ] || exit 0
+rw= ro= cmd=
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-v) src=${2%%:*}; case "$2" in *:ro) ro="$ro $src";; *) rw=$src;; esac; shift 2;;
+	-c) cmd=$2; shift 2;;
+	*) shift;;
+	esac
+done
+exec unshare -m sh -c 'rw=$1 cmd=$2; shift 2
+for d do mount --bind "$d" "$d" && mount -o remount,bind,ro "$d" || exit 125; done
+cd "$rw" && exec bash -c "$cmd"' sh "$rw" "$cmd" $ro`
+
+// Through the container runner, a command can write the working directory
+// but not its .git: no hook, no config, no new file there.
+func TestContainerRunnerGitIsReadOnly(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("the mount-honouring stand-in needs root")
+	}
+	if err := exec.Command("unshare", "-m", "true").Run(); err != nil {
+		t.Skipf("unshare -m: %v", err)
+	}
+	_, rec := standIn(t, "docker", miniDocker)
+	work := canonTempDir(t)
+	if out, err := exec.Command("git", "init", "-q", work).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	r := &ContainerRunner{Backend: "docker", UID: 0, GID: 0}
+	const readOnly, busy = "Read-only file system", "Device or resource busy" // busy: a mount point does not move
+	for _, plant := range []struct{ cmd, refusal string }{
+		{`printf '#!/bin/sh\ntouch pwned\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit`, readOnly},
+		{`printf '[core]\n\tfsmonitor = touch pwned\n' >> .git/config`, readOnly},
+		{`printf '[alias]\n\tst = !touch pwned\n' >> .git/config`, readOnly},
+		{`mkdir .git/info2`, readOnly},
+		{`rm -rf .git`, readOnly},
+		{`mv .git gone`, busy},
+	} {
+		out, code, err := r.Run(context.Background(), plant.cmd, work)
+		if err != nil || code == 0 || !strings.Contains(out, plant.refusal) {
+			t.Errorf("%s: Run = %q, %d, %v; want %q", plant.cmd, out, code, err, plant.refusal)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(work, ".git", "hooks", "pre-commit")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a hook was planted: %v", err)
+	}
+	if cfg, _ := os.ReadFile(filepath.Join(work, ".git", "config")); strings.Contains(string(cfg), "pwned") {
+		t.Errorf(".git/config was changed:\n%s", cfg)
+	}
+	out, code, err := r.Run(context.Background(), "echo ok > made.txt && cat made.txt", work)
+	if err != nil || code != 0 || out != "ok\n" {
+		t.Fatalf("write in the working directory: %q, %d, %v", out, code, err)
+	}
+	// The stand-in ran exactly what Argv builds (plus --name).
+	calls := readRecorded(t, rec)
+	if got := calls[len(calls)-1]; !slices.Contains(got, work+"/.git:/workspace/.git:ro") {
+		t.Fatalf("recorded argv lacks the read-only .git mount: %q", got)
 	}
 }

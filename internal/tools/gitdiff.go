@@ -236,7 +236,7 @@ func (g *gitRunner) output(ctx context.Context, extra []string, args ...string) 
 	cmd.Stdout = stdout
 	cmd.Stderr = &limitedBuffer{buf: &stderr, max: 4 << 10}
 	cmd.WaitDelay = killGrace
-	if err := cmd.Run(); err != nil {
+	if err := runTracked(cmd); err != nil {
 		if ctx.Err() != nil {
 			return "", fmt.Errorf("git timed out: %w", ctx.Err())
 		}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -94,6 +95,7 @@ func waitGone(t *testing.T, pid int) {
 	deadline := time.Now().Add(3 * time.Second)
 	for alive(pid) {
 		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL) // not left behind by a failing test
 			t.Fatalf("process %d still running", pid)
 		}
 		time.Sleep(20 * time.Millisecond)

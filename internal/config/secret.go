@@ -1,0 +1,115 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// MaxSecretFileBytes bounds a secret file. Tokens and keys are short; a
+// larger file is a wrong path, not a credential.
+const MaxSecretFileBytes = 4 << 10
+
+// ReadSecretFile reads a token or key from path, the way Kubernetes mounts
+// a Secret key: the file's whole content with surrounding whitespace (the
+// trailing newline an editor adds) trimmed. Symlinks are followed (a Secret
+// volume's files are links into its current data). A file that is missing,
+// unreadable, not a regular file, larger than MaxSecretFileBytes or empty is
+// an error; the error never holds the content.
+//
+// Why files at all: a value in a process's environment stays there, in
+// /proc/<pid>/environ, for the life of the process and is copied into every
+// child that is not given an explicit environment; a file is read once,
+// can be rotated, and reaches no child.
+func ReadSecretFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = f.Close() }()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxSecretFileBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(data) > MaxSecretFileBytes {
+		return "", fmt.Errorf("%s is larger than %d bytes", path, MaxSecretFileBytes)
+	}
+	s := strings.TrimSpace(string(data))
+	if s == "" {
+		return "", fmt.Errorf("%s is empty", path)
+	}
+	return s, nil
+}
+
+// errNoSource is returned by secretFrom when neither key is set.
+var errNoSource = errors.New("not set")
+
+// secretFrom resolves one credential that the config names either by an
+// environment variable (envKey: env) or by a file (fileKey: file). Setting
+// both is an error rather than a precedence rule: with two sources, which
+// one is live is a question nobody should have to answer during an
+// incident.
+func secretFrom(envKey, env, fileKey, file string, getenv func(string) string, readFile func(string) (string, error)) (string, error) {
+	switch {
+	case env != "" && file != "":
+		return "", fmt.Errorf("%s and %s are both set: set only one", envKey, fileKey)
+	case file != "":
+		v, err := readFile(file)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", fileKey, err)
+		}
+		return v, nil
+	case env != "":
+		if v := getenv(env); v != "" {
+			return v, nil
+		}
+		return "", fmt.Errorf("%s: %s is not set", envKey, env)
+	}
+	return "", fmt.Errorf("%s or %s: %w", envKey, fileKey, errNoSource)
+}
+
+// Token is the orchestrator's bearer token for the gateway: the variable
+// key_env names, or the content of key_file (exactly one of them is set).
+// An error means the orchestrator is disabled; it names the key, never the
+// token.
+func (o Orchestrator) Token(getenv func(string) string) (string, error) {
+	return secretFrom("key_env", o.KeyEnv, "key_file", o.KeyFile, getenv, ReadSecretFile)
+}
+
+// Token is the gateway's bearer token for the orchestrator's sandbox: the
+// variable token_env names, or the content of token_file.
+func (s OrchestratorSandbox) Token(getenv func(string) string) (string, error) {
+	return secretFrom("token_env", s.TokenEnv, "token_file", s.TokenFile, getenv, ReadSecretFile)
+}
+
+// ReadAPIKeyFile fills gateway.api_key from gateway.api_key_file, once,
+// for the process that serves with it. GARRAIA_GATEWAY_API_KEY still beats
+// both (env beats file), so with it set the file is not read. An api_key
+// written in the config as well is an error, and so is a file that cannot
+// be read; the key is then left empty (the gateway serves without an
+// owner, which closes POST /mcp).
+func (c *Config) ReadAPIKeyFile(getenv func(string) string) error {
+	g := &c.Gateway
+	if g.APIKeyFile == "" || getenv(EnvGatewayAPIKey) != "" {
+		return nil
+	}
+	if g.APIKey != "" {
+		g.APIKey = ""
+		return errors.New("gateway.api_key and gateway.api_key_file are both set: set only one")
+	}
+	v, err := ReadSecretFile(g.APIKeyFile)
+	if err != nil {
+		return fmt.Errorf("gateway.api_key_file: %w", err)
+	}
+	g.APIKey = v
+	return nil
+}
