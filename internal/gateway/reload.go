@@ -220,10 +220,13 @@ func (g *Gateway) watchPaths() []string {
 // a reload changes which token files the config names, the watch starts
 // again on the new set.
 func (g *Gateway) watch(ctx context.Context) {
-	for ctx.Err() == nil {
+	for first := true; ctx.Err() == nil; first = false {
 		paths := g.watchPaths()
 		wctx, cancel := context.WithCancel(ctx)
-		_ = filewatch.Run(wctx, filewatch.Options{Paths: paths, Resync: g.resync, Logger: g.log}, func() {
+		// A restarted watch looks once at once: a change made while the
+		// old one was closing would otherwise wait for the next event.
+		o := filewatch.Options{Paths: paths, Resync: g.resync, Logger: g.log, Immediate: !first}
+		_ = filewatch.Run(wctx, o, func() {
 			g.Reload()
 			if !slices.Equal(g.watchPaths(), paths) {
 				cancel()
