@@ -37,7 +37,7 @@ func TestErrorTableHTTPRowsMatchTheGateway(t *testing.T) {
 	drained.gw.Drain(time.Millisecond) // nothing in flight: returns at once
 	scenarios := map[string]func() result{
 		gateway.DrainingMessage: func() result { return do("POST", drained.url, ownerKey, toolsList, nil) },
-		"404 page not found": func() result { return do("POST", off.url, ownerKey, toolsList, nil) },
+		"404 page not found":    func() result { return do("POST", off.url, ownerKey, toolsList, nil) },
 		"too many requests": func() result {
 			do("POST", limited.url, ownerKey, toolsList, nil)
 			return do("POST", limited.url, ownerKey, toolsList, nil)

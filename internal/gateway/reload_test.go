@@ -373,7 +373,7 @@ func TestKubeletSwapReloadsThroughRun(t *testing.T) {
 	must(cm.Publish(map[string]string{"config.yml": yaml("alpha")}))
 	l := &live{t: t, path: filepath.Join(cm.Dir, "config.yml"), tokens: sec.Dir, logs: &syncBuffer{}}
 	l.run(func(o *gateway.Options) { o.ReloadResync = -1 }) // the watch alone
-	time.Sleep(100 * time.Millisecond)                       // let the watch be set up
+	time.Sleep(100 * time.Millisecond)                      // let the watch be set up
 
 	if code, _ := post(t, l.url, "beta-token-12345678", toolsList, nil); code != 401 {
 		t.Fatalf("beta before: %d", code)
