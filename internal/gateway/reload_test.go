@@ -99,8 +99,8 @@ func (l *live) serve(opts ...func(*gateway.Options)) {
 }
 
 // run builds the gateway and serves it with Run (watcher and drain) until
-// the returned stop is called; stop returns Run's error.
-func (l *live) run(opts ...func(*gateway.Options)) (stop func() error) {
+// the returned stop is called (SIGTERM); wait returns Run's error.
+func (l *live) run(opts ...func(*gateway.Options)) (stop func(), wait func() error) {
 	l.t.Helper()
 	g, err := gateway.New(l.options(opts...))
 	if err != nil {
@@ -116,17 +116,16 @@ func (l *live) run(opts ...func(*gateway.Options)) (stop func() error) {
 	case err := <-errc:
 		l.t.Fatal(err)
 	}
-	stopped := false
-	stop = func() error {
-		if stopped {
-			return nil
+	var err2 error
+	waited := false
+	wait = func() error {
+		if !waited {
+			waited, err2 = true, <-errc
 		}
-		stopped = true
-		cancel()
-		return <-errc
+		return err2
 	}
-	l.t.Cleanup(func() { _ = stop() })
-	return stop
+	l.t.Cleanup(func() { cancel(); _ = wait() })
+	return cancel, wait
 }
 
 func (l *live) keyFile(name string) string { return filepath.Join(l.tokens, name) }
@@ -372,8 +371,8 @@ func TestKubeletSwapReloadsThroughRun(t *testing.T) {
 	must(sec.Publish(map[string]string{"alpha": "alpha-token-1234567"}))
 	must(cm.Publish(map[string]string{"config.yml": yaml("alpha")}))
 	l := &live{t: t, path: filepath.Join(cm.Dir, "config.yml"), tokens: sec.Dir, logs: &syncBuffer{}}
-	l.run(func(o *gateway.Options) { o.ReloadResync = -1 }) // the watch alone
-	time.Sleep(100 * time.Millisecond)                      // let the watch be set up
+	_, _ = l.run(func(o *gateway.Options) { o.ReloadResync = -1 }) // the watch alone
+	time.Sleep(100 * time.Millisecond)                             // let the watch be set up
 
 	if code, _ := post(t, l.url, "beta-token-12345678", toolsList, nil); code != 401 {
 		t.Fatalf("beta before: %d", code)
@@ -414,4 +413,96 @@ func TestKubeletSwapReloadsThroughRun(t *testing.T) {
 		t.Fatalf("rotated token: %d", code)
 	}
 	t.Logf("rotation latency, Secret swap to the old token refused: %v", time.Since(start).Round(time.Millisecond))
+}
+
+// On SIGTERM the gateway turns unready and refuses new requests with 503
+// draining, while a run in flight that finishes before drain_seconds
+// completes normally; then Run returns.
+func TestDrainLetsARunInFlightFinish(t *testing.T) {
+	double := llmdouble.New(t, llmdouble.Step{Text: "done while draining", Delay: time.Second})
+	l := newLive(t, map[string]string{"OPENROUTER_API_KEY": "k"})
+	l.writeToken("alpha", "alpha-token-1234567\n")
+	l.writeConfig("gateway:\n  listen: 127.0.0.1:0\n  drain_seconds: 5\n  api_key: " + ownerKey +
+		"\n  mcp_http:\n    enabled: true\n    allow_agent: true\n" + l.orchestratorsYAML("[agent]", "alpha") +
+		"llm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n")
+	stop, wait := l.run()
+	env, elapsed := drainRun(t, l, double, stop)
+	if env["ok"] != true || env["answer"] != "done while draining" {
+		t.Fatalf("the run in flight: %v", env)
+	}
+	if err := wait(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	t.Logf("drain: run finished %v after SIGTERM (model delay 1s, drain_seconds 5)", elapsed.Round(time.Millisecond))
+}
+
+// A run still going at the drain deadline is cut with the timeout kind,
+// not left hanging, and Run returns shortly after the deadline.
+func TestDrainDeadlineCutsARunWithItsKind(t *testing.T) {
+	double := llmdouble.New(t, llmdouble.Step{Text: "too late", Delay: time.Minute})
+	l := newLive(t, map[string]string{"OPENROUTER_API_KEY": "k"})
+	l.writeToken("alpha", "alpha-token-1234567\n")
+	l.writeConfig("gateway:\n  listen: 127.0.0.1:0\n  drain_seconds: 1\n  api_key: " + ownerKey +
+		"\n  mcp_http:\n    enabled: true\n    allow_agent: true\n" + l.orchestratorsYAML("[agent]", "alpha") +
+		"llm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n")
+	stop, wait := l.run()
+	env, elapsed := drainRun(t, l, double, stop)
+	if env["ok"] != false || kindOf(env) != "timeout" {
+		t.Fatalf("the run cut by the drain deadline: %v", env)
+	}
+	if err := wait(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if elapsed > 4*time.Second {
+		t.Fatalf("the cut run answered %v after SIGTERM, drain_seconds is 1", elapsed)
+	}
+	t.Logf("drain: run cut and answered %v after SIGTERM (drain_seconds 1)", elapsed.Round(time.Millisecond))
+}
+
+// drainRun starts a garra_agent run, sends SIGTERM (stop) once the model
+// has it, checks the draining answers, and returns the run's envelope and
+// how long after stop it arrived.
+func drainRun(t *testing.T, l *live, double *llmdouble.Server, stop func()) (map[string]any, time.Duration) {
+	t.Helper()
+	cs := client(t, l.url, "alpha-token-1234567")
+	done := make(chan map[string]any, 1)
+	go func() {
+		env, _ := call(t, cs, "garra_agent", map[string]any{"message": "work"})
+		done <- env
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(double.Requests()) == 0 {
+		select {
+		case env := <-done:
+			t.Fatalf("the run ended before reaching the model: %v", env)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the run never reached the model")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	start := time.Now()
+	stop()
+	for {
+		resp, _ := readyz(t, l.url, false)
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			break
+		}
+		if time.Since(start) > 2*time.Second {
+			t.Fatal("readyz never went unready")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	code, body := post(t, l.url, ownerKey, toolsList, nil)
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, `"draining"`) {
+		t.Fatalf("a new request while draining: %d %s", code, body)
+	}
+	select {
+	case env := <-done:
+		return env, time.Since(start)
+	case <-time.After(15 * time.Second):
+		t.Fatal("the run in flight never answered")
+	}
+	return nil, 0
 }
