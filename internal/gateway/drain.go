@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/garraia/garra/internal/config"
 )
 
 // cutGrace is how long the drain waits, after cutting the calls still
@@ -38,7 +40,7 @@ func (g *Gateway) Run(ctx context.Context, ready func(addr net.Addr)) error {
 		return err
 	case <-ctx.Done():
 	}
-	g.Drain(time.Duration(g.cur.Load().cfg.Gateway.DrainSeconds) * time.Second)
+	g.Drain(drainDeadline(g.cur.Load().cfg.Gateway.DrainSeconds))
 	shutdown, cancel := context.WithTimeout(context.Background(), cutGrace)
 	defer cancel()
 	if err := srv.Shutdown(shutdown); err != nil {
@@ -46,6 +48,16 @@ func (g *Gateway) Run(ctx context.Context, ready func(addr net.Addr)) error {
 		return fmt.Errorf("gateway shutdown: %w", err)
 	}
 	return nil
+}
+
+// drainDeadline is gateway.drain_seconds within its bounds: a value Check
+// refuses (the gateway still boots with it) must neither cut at once nor
+// outlast any grace period.
+func drainDeadline(secs int) time.Duration {
+	if secs == 0 {
+		secs = config.DefaultDrainSeconds
+	}
+	return time.Duration(min(max(secs, config.MinDrainSeconds), config.MaxDrainSeconds)) * time.Second
 }
 
 // Drain stops taking requests (readiness goes false, /mcp and the chat
