@@ -129,9 +129,6 @@ func (g *Gateway) reloadLocked() (string, []string) {
 	if err != nil {
 		return g.reject(hash, []string{"config " + g.configPath + ": " + err.Error()})
 	}
-	if err := cfg.ReadAPIKeyFile(g.getenv); err != nil {
-		return g.reject(hash, []string{err.Error()})
-	}
 	fp := fingerprint(hash, cfg)
 	if fp == cur.fingerprint {
 		// Back to what is serving: an earlier rejection no longer applies.
@@ -149,6 +146,11 @@ func (g *Gateway) reloadLocked() (string, []string) {
 	}
 	if len(problems) > 0 {
 		return g.reject(fp, problems)
+	}
+	// After Check, which reads the file itself and would take the key
+	// filled in for the api_key the file must not also set.
+	if err := cfg.ReadAPIKeyFile(g.getenv); err != nil {
+		return g.reject(fp, []string{err.Error()})
 	}
 	keepProcessSettings(g, cur.cfg, cfg)
 	p, err := g.newPolicy(cfg, hash, fp)
