@@ -28,11 +28,11 @@ func (v *Volume) Publish(files map[string]string) error {
 	defer v.mu.Unlock()
 	v.gen++
 	ts := fmt.Sprintf("..2026_12_04_00_00_%02d.%09d", v.gen%60, v.gen)
-	if err := os.Mkdir(filepath.Join(v.Dir, ts), 0o755); err != nil {
+	if err := os.Mkdir(filepath.Join(v.Dir, ts), 0o700); err != nil {
 		return err
 	}
 	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(v.Dir, ts, name), []byte(body), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(v.Dir, ts, name), []byte(body), 0o600); err != nil {
 			return err
 		}
 	}
