@@ -506,3 +506,36 @@ func drainRun(t *testing.T, l *live, double *llmdouble.Server, stop func()) (map
 	}
 	return nil, 0
 }
+
+// What only a new process can change is kept, with a warning naming the
+// field, while the rest of the same edit is applied.
+func TestReloadKeepsProcessSettings(t *testing.T) {
+	l := newLive(t, nil)
+	l.writeToken("alpha", "alpha-token-1234567\n")
+	body := func(listen, dataDir, names string) string {
+		return "data_dir: " + dataDir + "\ngateway:\n  listen: " + listen + "\n  api_key: " + ownerKey + "\n  mcp_http:\n    enabled: true\n" +
+			l.orchestratorsYAML("[status]", strings.Fields(names)...) + "llm: {provider: ollama, model: llama3.2}\n"
+	}
+	first := t.TempDir()
+	l.writeConfig(body("127.0.0.1:3999", first, "alpha"))
+	l.serve()
+	l.writeToken("beta", "beta-token-12345678\n")
+	l.writeConfig(body("0.0.0.0:4000", t.TempDir(), "alpha beta"))
+	if got := l.gw.Reload(); got != gateway.ReloadApplied {
+		t.Fatalf("Reload = %s", got)
+	}
+	logs := l.logs.String()
+	for _, field := range []string{"field=gateway.listen", "field=data_dir"} {
+		if !strings.Contains(logs, "config change needs a restart") || !strings.Contains(logs, field) {
+			t.Fatalf("no restart warning for %s:\n%s", field, logs)
+		}
+	}
+	if code, _ := post(t, l.url, "beta-token-12345678", toolsList, nil); code != 200 {
+		t.Fatalf("the rest of the edit was not applied: beta %d", code)
+	}
+	// The onboarding prompt still names the address in force.
+	text, err := getPrompt(client(t, l.url, ownerKey), "onboard_orchestrator", map[string]string{"name": "team-b", "tools": "status"})
+	if err != nil || !strings.Contains(text, "127.0.0.1:3999/mcp") || strings.Contains(text, "4000") {
+		t.Fatalf("the prompt's endpoint is not the listen address in force (%v):\n%s", err, text)
+	}
+}
