@@ -10,10 +10,14 @@ import (
 
 // callCtx is one simple command about to be gated.
 type callCtx struct {
-	args    []arg
-	redirs  []*syntax.Redirect // redirections of the statement (here-documents feed stdin)
-	piped   bool               // stdin is the output of another command
-	dynTail bool               // run-time arguments will be appended (xargs)
+	args     []arg
+	redirs   []*syntax.Redirect // redirections of the statement (here-documents feed stdin)
+	piped    bool               // stdin is the output of another command
+	pipedOut bool               // stdout goes into another command
+	dynTail  bool               // run-time arguments will be appended (xargs)
+	tailRun  bool               // and they are text chosen at run time, not names from a listing
+	stmt     *syntax.Stmt       // the statement, for what it reads on stdin (nil when synthesised)
+	assigns  []*syntax.Assign   // VAR=value words before the command
 }
 
 func (cl callCtx) with(args []arg) callCtx {
@@ -67,6 +71,14 @@ func (c *checker) gateCall(cl callCtx) string {
 	if spec, ok := wrappers[prog]; ok {
 		return c.unwrap(prog, spec, cl)
 	}
+	if r := c.program(prog, cl); r != "" {
+		return r
+	}
+	return c.runtimeArgs(prog, cl)
+}
+
+// program applies the rules for prog itself.
+func (c *checker) program(prog string, cl callCtx) string {
 	if networkPrograms[prog] {
 		return "network-capable program " + q(prog)
 	}
@@ -89,6 +101,35 @@ func (c *checker) gateCall(cl callCtx) string {
 		return c.otherInterpreter(prog, spec, cl)
 	}
 	return c.special(prog, cl)
+}
+
+// quietPrograms never open their arguments as files or run them: a
+// run-time value passed to them cannot reach a sensitive file.
+var quietPrograms = set("echo", "printf", "test", "[", "true", "false", ":", "exit", "return",
+	"shift", "kill", "sleep", "wait", "let", "read", "local", "declare", "typeset", "export",
+	"readonly", "unset", "cd", "pushd", "popd", "set", "shopt", "jobs", "disown", "type", "hash",
+	"basename", "dirname", "seq", "expr", "umask", "ulimit", "times", "caller", "getopts", "break",
+	"continue", "mapfile", "readarray", "alias", "unalias", "trap", "eval", "tput", "usleep", "dirs")
+
+// runtimeArgs blocks run-time text (command output, read input) passed to a
+// program that may open it as a file: the gate cannot tell what it names,
+// and it could name /proc/*/environ as well as anything else.
+func (c *checker) runtimeArgs(prog string, cl callCtx) string {
+	if quietPrograms[prog] {
+		return ""
+	}
+	if prog == "date" && !hasAny(cl.args, "-f", "-r") {
+		return ""
+	}
+	for _, a := range cl.args[1:] {
+		if a.run() {
+			return fmt.Sprintf("run-time value passed to %s (it could name any file, /proc/*/environ included)", q(prog))
+		}
+	}
+	if cl.dynTail && cl.tailRun {
+		return fmt.Sprintf("run-time input passed to %s by xargs (it could name any file, /proc/*/environ included)", q(prog))
+	}
+	return ""
 }
 
 // special holds the per-program rules for builtins and ordinary tools.
@@ -143,19 +184,19 @@ func (c *checker) special(prog string, cl callCtx) string {
 			}
 		}
 	case "rm", "unlink":
-		return rmRule(prog, cl)
+		return c.rmRule(prog, cl)
 	case "find":
 		return c.find(cl)
 	case "dd":
 		return ddRule(args)
 	case "chmod", "chown", "chgrp":
-		return permRule(prog, args)
+		return c.permRule(prog, args)
 	case "tee", "truncate":
-		return writeOperands(prog, args)
+		return c.writeOperands(prog, args)
 	case "cp", "ln", "install", "mv":
-		return copyRule(prog, args)
+		return c.copyRule(prog, args)
 	case "sed", "gsed":
-		return sedRule(args)
+		return c.sedRule(args)
 	case "awk", "gawk", "mawk", "nawk":
 		return awkRule(args)
 	case "ps":

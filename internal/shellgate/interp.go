@@ -85,6 +85,9 @@ func scriptOperand(prog string, s arg) string {
 
 // stdinProgram decides on an interpreter whose program arrives on stdin.
 func (c *checker) stdinProgram(prog string, cl callCtx, isShell bool) string {
+	if cl.dynTail {
+		return "run-time arguments (xargs) to " + q(prog) + " could be inline code"
+	}
 	var in *syntax.Redirect
 	for _, r := range cl.redirs {
 		if r.N != nil && r.N.Value != "0" {
@@ -105,7 +108,18 @@ func (c *checker) stdinProgram(prog string, cl callCtx, isShell bool) string {
 		if in.Op == syntax.Hdoc || in.Op == syntax.DashHdoc || in.Op == syntax.WordHdoc {
 			return "non-literal here-document fed to " + q(prog)
 		}
+		if in.Op == syntax.RdrIn {
+			// bash < build.sh is bash build.sh: a script file.
+			f := c.resolve(in.Word)
+			if f.procSubst || f.run() || f.lit && stdinPath(f.val) {
+				return "interpreter " + q(prog) + " reading code from stdin"
+			}
+			if f.pat != "" {
+				return ""
+			}
+		}
 	}
+
 	if cl.piped && in == nil {
 		if isShell {
 			return "pipe into shell " + q(prog)
@@ -198,6 +212,8 @@ func (c *checker) interpreter(lang, prog string, cl callCtx) string {
 				return "inline " + lang + " code (" + clip(prog, maxNameLen) + " " + name + ")"
 			case name == "--version" || name == "--help":
 				info = true
+			case lang == "node" && (name == "--test" || name == "--run" || name == "--v8-options" || name == "--completion-bash"):
+				info = true // runs the project's tests or scripts, not stdin
 			case !hasValue && (name == "--require" || name == "--import" || name == "--loader" || name == "--experimental-loader" || name == "--check-hash-based-pycs"):
 				i++
 			}
@@ -380,7 +396,7 @@ func awkRisk(prog string) string {
 
 // sedRule blocks GNU sed's e command and s///e flag, which run shell
 // commands, and in-place edits of protected files.
-func sedRule(args []arg) string {
+func (c *checker) sedRule(args []arg) string {
 	var scripts, files []arg
 	haveScript, inPlace := false, false
 	for i := 1; i < len(args); i++ {
@@ -456,7 +472,7 @@ func sedRule(args []arg) string {
 	}
 	if inPlace {
 		for _, f := range files {
-			if r := protectedWrite(f, "sed -i"); r != "" {
+			if r := c.write(f, "sed -i"); r != "" {
 				return r
 			}
 		}

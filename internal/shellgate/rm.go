@@ -23,13 +23,14 @@ const (
 	pathRoot                     // /, /*, //
 	pathSystem                   // /etc, /usr/lib/x, /tmp itself, …
 	pathDynamic                  // starts with an expansion: "$HOME", "$(pwd)"
+	pathUnknown                  // holds run-time text, or lies under an unknown directory
 )
 
 var pathKindText = [...]string{
 	pathPlain: "a relative path", pathTmp: "a temporary path", pathOther: "an absolute path outside /tmp",
 	pathCwd: "the working directory", pathParent: "a parent directory", pathWildcard: "a bare wildcard",
 	pathHome: "the home directory", pathRoot: "the root directory", pathSystem: "a system path",
-	pathDynamic: "a run-time path",
+	pathDynamic: "a run-time path", pathUnknown: "a path chosen at run time",
 }
 
 func classify(a arg) pathKind {
@@ -37,7 +38,9 @@ func classify(a arg) pathKind {
 	switch {
 	case p == "":
 		return pathOther
-	case p[0] == anyStr:
+	case strings.IndexByte(p, anyRun) >= 0:
+		return pathUnknown
+	case isDyn(p[0]):
 		return pathDynamic
 	case p[0] == '~':
 		rest := ""
@@ -114,7 +117,7 @@ func isLongPrefix(v, full string, minLen int) bool {
 // rmRule implements the policy in the package doc: recursive removal only
 // of plain relative paths (or below /tmp), and never of /, ~, system
 // directories or bare wildcards.
-func rmRule(prog string, cl callCtx) string {
+func (c *checker) rmRule(prog string, cl callCtx) string {
 	recursive, maybe, endOpts := false, false, false
 	var targets []arg
 	for _, a := range cl.args[1:] {
@@ -148,7 +151,11 @@ func rmRule(prog string, cl callCtx) string {
 	if recursive && cl.dynTail {
 		return "recursive rm on run-time arguments"
 	}
+	var all []arg
 	for _, t := range targets {
+		all = append(all, c.targets(t)...)
+	}
+	for _, t := range all {
 		k := classify(t)
 		if recursive || maybe && t.lit {
 			if !t.lit && recursive {
@@ -163,7 +170,7 @@ func rmRule(prog string, cl callCtx) string {
 			continue
 		}
 		switch k {
-		case pathRoot, pathHome, pathSystem, pathWildcard:
+		case pathRoot, pathHome, pathSystem, pathWildcard, pathUnknown:
 			return fmt.Sprintf("rm on dangerous target %s (%s)", q(t.val), pathKindText[k])
 		}
 	}
@@ -212,7 +219,7 @@ func (c *checker) find(cl callCtx) string {
 			i = j
 		case "-fprint", "-fprint0", "-fprintf", "-fls":
 			if i+1 < len(args) {
-				if r := protectedWrite(args[i+1], "find "+v); r != "" {
+				if r := c.write(args[i+1], "find "+v); r != "" {
 					return r
 				}
 			}
@@ -238,7 +245,7 @@ func ddRule(args []arg) string {
 		if strings.HasPrefix(a.val, "of=") || strings.HasPrefix(a.pat, "of=") {
 			return "dd of= (raw write)"
 		}
-		if !a.lit && (a.pat == "" || a.pat[0] == anyStr || a.pat[0] == anySeg) {
+		if !a.lit && (a.pat == "" || isDyn(a.pat[0]) || a.pat[0] == anySeg) {
 			return "non-literal dd operand"
 		}
 	}
@@ -249,7 +256,7 @@ var chmodModeRe = regexp.MustCompile(`^[-+=][rwxXstugo0-7,+=-]*$`)
 
 // permRule: chmod/chown/chgrp -R only on plain relative paths, and never
 // on /, ~ or system paths.
-func permRule(prog string, args []arg) string {
+func (c *checker) permRule(prog string, args []arg) string {
 	recursive, endOpts, ref := false, false, false
 	var ops []arg
 	for _, a := range args[1:] {
@@ -286,7 +293,11 @@ func permRule(prog string, args []arg) string {
 	if !ref && len(ops) > 0 {
 		targets = ops[1:] // the mode or owner
 	}
+	var all []arg
 	for _, t := range targets {
+		all = append(all, c.targets(t)...)
+	}
+	for _, t := range all {
 		k := classify(t)
 		if recursive {
 			if !t.lit || (k != pathPlain && k != pathTmp) {
@@ -295,7 +306,7 @@ func permRule(prog string, args []arg) string {
 			continue
 		}
 		switch k {
-		case pathRoot, pathHome, pathSystem:
+		case pathRoot, pathHome, pathSystem, pathUnknown:
 			return fmt.Sprintf("%s on dangerous target %s (%s)", prog, q(t.val), pathKindText[k])
 		}
 	}
@@ -303,7 +314,7 @@ func permRule(prog string, args []arg) string {
 }
 
 // writeOperands checks tee and truncate, whose operands are all written.
-func writeOperands(prog string, args []arg) string {
+func (c *checker) writeOperands(prog string, args []arg) string {
 	for i := 1; i < len(args); i++ {
 		a := args[i]
 		if a.isFlag() {
@@ -312,7 +323,7 @@ func writeOperands(prog string, args []arg) string {
 			}
 			continue
 		}
-		if r := protectedWrite(a, prog); r != "" {
+		if r := c.write(a, prog); r != "" {
 			return r
 		}
 	}
@@ -321,7 +332,7 @@ func writeOperands(prog string, args []arg) string {
 
 // copyRule checks the destination of cp/ln/install/mv, what mv removes,
 // and copies of network programs under another name.
-func copyRule(prog string, args []arg) string {
+func (c *checker) copyRule(prog string, args []arg) string {
 	var ops []arg
 	var dest *arg
 	for i := 1; i < len(args); i++ {
@@ -358,7 +369,7 @@ func copyRule(prog string, args []arg) string {
 		}
 		dest, srcs = &ops[len(ops)-1], ops[:len(ops)-1]
 	}
-	if r := protectedWrite(*dest, prog); r != "" {
+	if r := c.write(*dest, prog); r != "" {
 		return r
 	}
 	for _, s := range srcs {
@@ -366,9 +377,11 @@ func copyRule(prog string, args []arg) string {
 			return "copy of network-capable program " + q(progName(s.val))
 		}
 		if prog == "mv" {
-			switch k := classify(s); k {
-			case pathRoot, pathHome, pathSystem, pathWildcard:
-				return fmt.Sprintf("mv of dangerous source %s (%s)", q(s.val), pathKindText[k])
+			for _, t := range c.targets(s) {
+				switch k := classify(t); k {
+				case pathRoot, pathHome, pathSystem, pathWildcard, pathUnknown:
+					return fmt.Sprintf("mv of dangerous source %s (%s)", q(s.val), pathKindText[k])
+				}
 			}
 		}
 	}
@@ -392,7 +405,7 @@ func protectedWrite(a arg, what string) string {
 		if k := classify(a); k == pathSystem || k == pathRoot {
 			return fmt.Sprintf("write to system path %s (%s)", q(a.val), what)
 		}
-	} else if p[0] != '~' && p[0] != anyStr {
+	} else if p[0] != '~' && !isDyn(p[0]) {
 		// ../../etc/passwd: climbing out of the tree into a system directory.
 		c := path.Clean(p)
 		ups := 0
@@ -406,18 +419,24 @@ func protectedWrite(a arg, what string) string {
 		}
 	}
 	for _, comp := range strings.Split(p, "/") {
-		if sensitiveNames[comp] {
+		if sensitiveNames[comp] || gitName(comp) {
 			return fmt.Sprintf("write to protected file %s (%s)", q(a.val), what)
 		}
 		if isWild(comp) && hasLiteral(comp, "") {
 			for name := range sensitiveNames {
-				if match(comp, name) {
+				if match(comp, name) || name == ".git" && match(strings.ToLower(comp), name) {
 					return fmt.Sprintf("write to protected file %s (%s)", q(a.val), what)
 				}
 			}
 		}
 	}
 	return ""
+}
+
+// gitName reports a path component that names the .git directory on some
+// filesystem git runs on: any case, and Windows' trailing dots and spaces.
+func gitName(comp string) bool {
+	return strings.EqualFold(strings.TrimRight(comp, ". "), ".git")
 }
 
 // psRule blocks the BSD "e" option (ps e, ps auxe, ps eww), which prints
@@ -550,10 +569,15 @@ func (c *checker) tarRule(args []arg) string {
 		}
 	}
 	if extract {
-		for _, d := range dirs {
-			switch k := classify(d); k {
-			case pathRoot, pathSystem, pathHome:
-				return fmt.Sprintf("tar extraction into %s (%s)", q(d.val), pathKindText[k])
+		if len(dirs) == 0 {
+			dirs = append(dirs, litArg("."))
+		}
+		for _, d0 := range dirs {
+			for _, d := range c.targets(d0) {
+				switch k := classify(d); k {
+				case pathRoot, pathSystem, pathHome, pathUnknown:
+					return fmt.Sprintf("tar extraction into %s (%s)", q(d.val), pathKindText[k])
+				}
 			}
 		}
 	}

@@ -120,6 +120,8 @@ func (c *checker) unwrap(prog string, spec wrapSpec, cl callCtx) string {
 				return c.codeValue("npx -c", args, i, "-c")
 			}
 		}
+	case "xargs":
+		cl.tailRun = c.xargsInput(cl).run()
 	case "strace", "ltrace":
 		for _, a := range args[1:] {
 			if a.lit && (a.val == "-p" || strings.HasPrefix(a.val, "--attach") || (strings.HasPrefix(a.val, "-p") && isDigits(a.val[2:]))) {
@@ -152,6 +154,20 @@ func (c *checker) unwrap(prog string, spec wrapSpec, cl callCtx) string {
 	return c.gateFrom(cl, o.start, o.amb, spec.dynTail)
 }
 
+// xargsInput is what xargs reads its arguments from: a file (-a), or
+// standard input.
+func (c *checker) xargsInput(cl callCtx) value {
+	for _, a := range cl.args[1:] {
+		if !a.isFlag() {
+			break
+		}
+		if a.val == "-a" || strings.HasPrefix(a.val, "--arg") || strings.HasPrefix(a.val, "-a") && !strings.HasPrefix(a.val, "--") {
+			return runValue
+		}
+	}
+	return c.stdinValue(cl.stmt)
+}
+
 // gateFrom gates args[start:] as a command; with amb > 0 the next amb
 // non-option positions are gated as well, in case unknown options consumed
 // the words before them.
@@ -164,6 +180,7 @@ func (c *checker) gateFrom(cl callCtx, start, amb int, dynTail bool) string {
 		tried++
 		sub := cl.with(args[i:])
 		sub.dynTail = cl.dynTail || dynTail
+		sub.tailRun = cl.tailRun && sub.dynTail
 		if r := c.gateCall(sub); r != "" {
 			return r
 		}
@@ -253,7 +270,7 @@ func (c *checker) envSplit(cl callCtx, i int) string {
 	if !ok || len(f.Stmts[0].Redirs) > 0 {
 		return "unparsable env -S string"
 	}
-	words := append(resolveAll(call.Args), args[next:]...)
+	words := append(c.resolveAll(call.Args), args[next:]...)
 	if len(words) == 0 {
 		return "environment dump (env)"
 	}
