@@ -2,7 +2,6 @@ package shellgate
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -198,7 +197,7 @@ func (c *checker) special(prog string, cl callCtx) string {
 	case "sed", "gsed":
 		return c.sedRule(args)
 	case "awk", "gawk", "mawk", "nawk":
-		return awkRule(args)
+		return c.awkRule(args)
 	case "ps":
 		return psRule(args)
 	case "kill":
@@ -207,29 +206,44 @@ func (c *checker) special(prog string, cl callCtx) string {
 		return c.tarRule(args)
 	case "zip":
 		for i, a := range args {
-			if a.lit && (a.val == "-TT" || strings.HasPrefix(a.val, "--unzip-command")) {
+			if !a.lit {
+				continue
+			}
+			if val, has, ok := longOpt(a.val, "unzip-command"); ok {
+				v, _, _ := optValue(args, i, val, has)
+				return c.codeArg("zip --unzip-command", v)
+			}
+			if a.val == "-TT" || strings.HasPrefix(a.val, "-TT") {
 				return c.codeValue("zip -TT", args, i, "-TT")
 			}
 		}
 	case "make", "gmake":
-		for i, a := range args {
-			if a.lit && (a.val == "-E" || strings.HasPrefix(a.val, "--eval")) {
-				return "make --eval runs inline recipes"
-			}
-			if r := programFile("make", args, i, "-f", "--file", "--makefile"); r != "" {
-				return r
-			}
-		}
+		return c.makeRule(cl)
 	case "man":
 		for i, a := range args {
-			if a.lit && (a.val == "-P" || strings.HasPrefix(a.val, "--pager")) {
+			if !a.lit {
+				continue
+			}
+			if val, has, ok := longOpt(a.val, "pager"); ok {
+				v, _, _ := optValue(args, i, val, has)
+				return c.codeArg("man --pager", v)
+			}
+			if a.val == "-P" || strings.HasPrefix(a.val, "-P") && !strings.HasPrefix(a.val, "--") {
 				return c.codeValue("man -P", args, i, "-P")
+			}
+			if _, _, ok := longOpt(a.val, "html", "h"); ok || strings.HasPrefix(a.val, "-H") {
+				return "man --html runs a web browser"
 			}
 		}
 	case "journalctl":
 		for _, a := range args[1:] {
-			if a.lit && (strings.HasPrefix(a.val, "--vacuum") || a.val == "--rotate" || a.val == "--flush" || a.val == "--relinquish-var" || a.val == "--setup-keys") {
-				return "mutating journalctl option " + q(a.val)
+			if !a.lit {
+				continue
+			}
+			for _, o := range []string{"vacuum-size", "vacuum-time", "vacuum-files", "rotate", "flush", "relinquish-var", "setup-keys", "sync"} {
+				if _, _, ok := longOpt(a.val, o); ok && len(a.val) > 3 {
+					return "mutating journalctl option " + q(a.val)
+				}
 			}
 		}
 	case "getent":
@@ -238,21 +252,61 @@ func (c *checker) special(prog string, cl callCtx) string {
 		}
 	case "split":
 		for i, a := range args {
-			if a.lit && strings.HasPrefix(a.val, "--filter") {
-				return c.codeValue("split --filter", args, i, "--filter")
+			if val, has, ok := longOpt(a.val, "filter"); a.lit && ok {
+				v, _, _ := optValue(args, i, val, has)
+				return c.codeArg("split --filter", v)
 			}
 		}
 	case "sort":
 		for i, a := range args {
-			if a.lit && strings.HasPrefix(a.val, "--compress-program") {
-				return c.codeValue("sort --compress-program", args, i, "--compress-program")
+			if val, has, ok := longOpt(a.val, "compress-program"); a.lit && ok {
+				v, _, _ := optValue(args, i, val, has)
+				return c.codeArg("sort --compress-program", v)
+			}
+		}
+	case "less", "more", "most":
+		return lessRule(prog, args)
+	case "rg", "ripgrep":
+		return c.rgRule(args)
+	case "go":
+		return c.goRule(args)
+	case "cargo":
+		if r := cargoRule(args); r != "" {
+			return r
+		}
+	case "apt", "apt-get", "aptitude":
+		if r := aptRule(prog, args); r != "" {
+			return r
+		}
+	case "dpkg":
+		if r := dpkgRule(args); r != "" {
+			return r
+		}
+	case "rpm", "rpmspec", "rpmbuild":
+		for _, a := range args[1:] {
+			if _, _, ok := longOpt(a.val, "eval"); a.lit && (ok || a.val == "-E" || strings.HasPrefix(a.val, "-E")) {
+				return "rpm --eval runs macros, which can run shell commands"
+			}
+		}
+	case "nodemon":
+		for i, a := range args {
+			if val, has, ok := longOpt(a.val, "exec"); a.lit && (ok || a.val == "-x") {
+				v, _, _ := optValue(args, i, val, has)
+				return c.codeArg("nodemon --exec", v)
 			}
 		}
 	case "vim", "vi", "nvim", "view", "gvim", "rvim", "vimdiff", "ex", "nex":
 		return editorRule(prog, cl)
 	case "emacs", "emacsclient":
 		for _, a := range args[1:] {
-			if a.lit && (strings.HasPrefix(a.val, "--eval") || a.val == "-eval" || a.val == "--execute" || a.val == "-execute" || a.val == "-f" || strings.HasPrefix(a.val, "--funcall")) {
+			if !a.lit {
+				continue
+			}
+			v := a.val
+			if strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "--") && len(v) > 2 {
+				v = "-" + v // -eval is --eval
+			}
+			if _, _, ok := longOptIn(v, "eval", "execute", "funcall"); ok || a.val == "-f" {
 				return "inline Emacs Lisp (" + q(a.val) + ")"
 			}
 		}
@@ -268,9 +322,13 @@ func (c *checker) special(prog string, cl callCtx) string {
 		return sysRule(prog, args)
 	case "bun":
 		for _, a := range args[1:] {
-			if a.lit && (a.val == "-e" || a.val == "-p" || strings.HasPrefix(a.val, "--eval") || strings.HasPrefix(a.val, "--print")) {
+			if _, _, ok := longOptIn(a.val, "eval", "print"); a.lit && (ok || a.val == "-e" || a.val == "-p") {
 				return "inline JavaScript code (bun " + q(a.val) + ")"
 			}
+		}
+	case "npm", "pnpm", "yarn":
+		if r := c.npmRule(prog, cl); r != "" {
+			return r
 		}
 	case "docker-compose", "podman-compose":
 		return c.subcommands("docker-compose", cl)
@@ -291,7 +349,7 @@ func programFile(prog string, args []arg, i int, short string, long ...string) s
 	}
 	var val arg
 	switch {
-	case a.val == short || slices.Contains(long, a.val):
+	case a.val == short:
 		if i+1 >= len(args) {
 			return ""
 		}
@@ -300,8 +358,9 @@ func programFile(prog string, args []arg, i int, short string, long ...string) s
 		val = litArg(a.val[len(short):])
 	default:
 		for _, l := range long {
-			if strings.HasPrefix(a.val, l+"=") {
-				val = litArg(a.val[len(l)+1:])
+			if v, has, ok := longOpt(a.val, strings.TrimPrefix(l, "--")); ok {
+				val, _, _ = optValue(args, i, v, has)
+				break
 			}
 		}
 	}

@@ -399,7 +399,22 @@ func (c *checker) assign(as *syntax.Assign) string {
 
 // checkVar applies the rules for assigning val to a variable named name.
 func (c *checker) checkVar(name string, val arg) string {
-	switch codeVars[name] {
+	kind := codeVars[name]
+	switch {
+	case strings.HasPrefix(name, "BASH_FUNC_"):
+		return "function exported through the environment (" + clip(name, maxNameLen) + ")"
+	case strings.HasSuffix(name, "_RUNNER") || strings.HasSuffix(name, "_WRAPPER"):
+		kind = varCommand // CARGO_TARGET_…_RUNNER, RUSTC_WRAPPER
+	case name == "GIT_DIR" || name == "GIT_COMMON_DIR":
+		// A git directory elsewhere brings its own config, hooks and aliases.
+		if !val.lit || !strings.HasSuffix(strings.TrimRight(val.val, "/"), ".git") {
+			return "git directory outside .git (" + name + "); its config can run programs"
+		}
+	}
+	if r, ok := c.carrierVar(name, val); ok {
+		return r
+	}
+	switch kind {
 	case varBlock:
 		return fmt.Sprintf("assignment to %s can run code", clip(name, maxNameLen))
 	case varCommand:

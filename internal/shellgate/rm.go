@@ -207,6 +207,13 @@ func (c *checker) find(cl callCtx) string {
 				j++
 			}
 			cmd := args[i+1 : j]
+			if len(cmd) > 0 && strings.Contains(cmd[0].val, "{}") {
+				return "find " + v + " runs the files it finds"
+			}
+			if codeHas(cmd, "{}") {
+				// A file named $(curl x) would become code.
+				return "find " + v + " puts file names into code"
+			}
 			if len(cmd) > 0 && cmd[0].lit {
 				switch progName(cmd[0].val) {
 				case "rm", "unlink", "rmdir", "shred", "srm", "wipe", "truncate", "dd":
@@ -344,18 +351,19 @@ func (c *checker) copyRule(prog string, args []arg) string {
 		case a.isFlag():
 			v := a.val
 			switch {
-			case v == "-t" || v == "--target-directory":
-				if i+1 < len(args) {
-					dest = &args[i+1]
-					i++
+			case v == "-t" || isLongOf(v, "target-directory"):
+				val, has, _ := longOpt(v, "target-directory")
+				if t, next, ok := optValue(args, i, val, has); ok {
+					dest = &t
+					if next {
+						i++
+					}
 				}
-			case strings.HasPrefix(v, "--target-directory="):
-				t := litArg(strings.TrimPrefix(v, "--target-directory="))
-				dest = &t
 			case strings.HasPrefix(v, "-t") && len(v) > 2 && !strings.HasPrefix(v, "--"):
 				t := litArg(v[2:])
 				dest = &t
-			case v == "-S" || v == "--suffix" || (prog == "install" && (v == "-m" || v == "--mode" || v == "-o" || v == "--owner" || v == "-g" || v == "--group")):
+			case v == "-S" || !strings.Contains(v, "=") && isLongOf(v, "suffix") ||
+				prog == "install" && (v == "-m" || v == "-o" || v == "-g" || !strings.Contains(v, "=") && (isLongOf(v, "mode") || isLongOf(v, "owner") || isLongOf(v, "group"))):
 				i++
 			}
 		default:
@@ -508,27 +516,41 @@ func (c *checker) tarRule(args []arg) string {
 			continue
 		}
 		v := a.val
-		name, _, _ := strings.Cut(v, "=")
 		switch {
-		case name == "--to-command" || name == "--use-compress-program":
-			if r := c.codeValue("tar "+name, args, i, name); r != "" {
+		case isLongOf(v, "to-command") || isLongOf(v, "use-compress-program"):
+			val, has, _ := longOptIn(v, "to-command", "use-compress-program")
+			code, next, _ := optValue(args, i, val, has)
+			if r := c.codeArg("tar "+clip(v, 24), code); r != "" {
 				return r
 			}
-			if !strings.Contains(v, "=") {
+			if next {
 				i++
 			}
-		case name == "--checkpoint-action" || name == "--rsh-command" || name == "--rmt-command" ||
-			name == "--info-script" || name == "--new-volume-script":
-			return "tar option runs a command (" + name + ")"
-		case v == "--extract" || v == "--get":
+		case isLongOf(v, "checkpoint-action"):
+			val, has, _ := longOpt(v, "checkpoint-action")
+			act, next, _ := optValue(args, i, val, has)
+			if !act.lit {
+				return "non-literal tar --checkpoint-action"
+			}
+			if strings.Contains(act.val, "exec") {
+				return "tar option runs a command (--checkpoint-action=exec)"
+			}
+			if next {
+				i++
+			}
+		case isLongOf(v, "rsh-command") || isLongOf(v, "rmt-command") || isLongOf(v, "info-script") || isLongOf(v, "new-volume-script"):
+			return "tar option runs a command (" + clip(v, 24) + ")"
+		case isLongOf(v, "extract") || isLongOf(v, "get"):
 			extract = true
-		case v == "--directory":
-			if i+1 < len(args) {
-				dirs = append(dirs, args[i+1])
+		case isLongOf(v, "directory"):
+			val, has, _ := longOpt(v, "directory")
+			d, next, ok := optValue(args, i, val, has)
+			if ok {
+				dirs = append(dirs, d)
+			}
+			if next {
 				i++
 			}
-		case name == "--directory":
-			dirs = append(dirs, litArg(strings.TrimPrefix(v, "--directory=")))
 		case strings.HasPrefix(v, "--"):
 		case strings.HasPrefix(v, "-") || i == 1:
 			oldStyle := !strings.HasPrefix(v, "-")
