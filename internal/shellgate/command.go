@@ -66,6 +66,9 @@ func (c *checker) gateCall(cl callCtx) string {
 				return "command substitution in an array subscript"
 			}
 		}
+		if r := c.nameArgs(prog, cl.args); r != "" {
+			return r
+		}
 	}
 	if spec, ok := wrappers[prog]; ok {
 		return c.unwrap(prog, spec, cl)
@@ -339,6 +342,63 @@ func (c *checker) special(prog string, cl callCtx) string {
 // nameBuiltins take variable names, whose subscripts bash evaluates.
 var nameBuiltins = set("read", "printf", "unset", "test", "[", "declare", "typeset", "local",
 	"export", "readonly", "mapfile", "readarray", "wait", "getopts", "let")
+
+// nameArgs checks the variable names a builtin takes: their subscripts
+// are evaluated, and a name with the integer attribute evaluates the value
+// read into it.
+func (c *checker) nameArgs(prog string, args []arg) string {
+	var names []arg
+	switch prog {
+	case "unset", "export", "readonly", "local", "declare", "typeset":
+		for _, a := range args[1:] {
+			if !a.isFlag() {
+				names = append(names, a)
+			}
+		}
+	case "read":
+		for _, n := range optOperands(args[1:], "adinNptu") {
+			names = append(names, litArg(n))
+		}
+		for i, a := range args[1:] {
+			if !a.isFlag() && !a.lit && (i == 0 || !args[i].isFlag()) {
+				names = append(names, a)
+			}
+		}
+		if v := shortOptValue(args[1:], "adinNptu", 'a'); v != "" {
+			names = append(names, litArg(v))
+		}
+	case "printf":
+		if len(args) > 1 && args[1].lit && args[1].val == "-v" && len(args) > 2 {
+			names = append(names, args[2])
+		} else if len(args) > 1 && args[1].lit && strings.HasPrefix(args[1].val, "-v") {
+			names = append(names, litArg(args[1].val[2:]))
+		}
+	case "test", "[":
+		for i, a := range args[1:] {
+			if a.lit && (a.val == "-v" || a.val == "-R") && i+2 < len(args) {
+				names = append(names, args[i+2])
+			}
+		}
+	case "wait", "getopts", "mapfile", "readarray":
+		if len(args) > 2 {
+			names = append(names, args[len(args)-1])
+		}
+	}
+	for _, n := range names {
+		if r := c.subscriptName(n); r != "" {
+			return r
+		}
+	}
+	if prog == "read" || prog == "mapfile" || prog == "readarray" {
+		for _, n := range names {
+			base, _, _ := strings.Cut(n.val, "[")
+			if vi := c.env.vars[base]; vi != nil && vi.integer {
+				return "read into an integer variable evaluates the input as arithmetic"
+			}
+		}
+	}
+	return ""
+}
 
 // programFile blocks a program file option (awk -f, sed -f, make -f) whose
 // value is really stdin or a process substitution: that is inline code.

@@ -59,7 +59,16 @@ func (c *checker) shell(prog string, cl callCtx) string {
 			}
 			return ""
 		}
-		return c.codeArg(prog+" -c", ops[0])
+		if !ops[0].lit {
+			return "non-literal code passed to " + prog + " -c"
+		}
+		// bash -c CODE NAME ARGS…: ARGS are the code's positional parameters.
+		child := c.child()
+		child.pos = &varInfo{}
+		for _, a := range ops[min(2, len(ops)):] {
+			child.pos.add(argValue(a))
+		}
+		return child.script(ops[0].val)
 	}
 	if len(ops) == 0 || stdin {
 		if info && !stdin {

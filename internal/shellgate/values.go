@@ -47,7 +47,7 @@ func litValue(s string) value {
 }
 
 func argValue(a arg) value {
-	if a.lit {
+	if a.lit && !a.glob || a.known {
 		return litValue(a.val)
 	}
 	return value{pat: a.pat, numeric: a.numeric}

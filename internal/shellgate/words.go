@@ -32,6 +32,7 @@ type arg struct {
 	split     bool   // unquoted $x or $(…): may split into several words, e.g. "-rf /"
 	procSubst bool   // contains <(…) or >(…)
 	numeric   bool   // every expansion in it is an integer ($!, $((…)), $(wc -l <f))
+	known     bool   // not literal, but every expansion has a known text: val is exact
 }
 
 // run reports whether part of the word is text computed at run time, which
@@ -79,14 +80,14 @@ func resolve(w *syntax.Word) arg {
 // shell expands at run time makes the word non-literal, and its pattern says
 // what the expansion may hold as far as the script shows (see values.go).
 func (c *checker) resolve(w *syntax.Word) arg {
-	a := arg{lit: true, numeric: true}
+	a := arg{lit: true, known: true}
 	var val, pat strings.Builder
 	expand := func(v value, quoted bool) {
 		a.lit = false
 		if !quoted && !v.numeric {
 			a.split = true
 		}
-		a.numeric = a.numeric && v.numeric
+		a.known = a.known && v.exact
 		if v.exact {
 			val.WriteString(v.text)
 		}
@@ -127,9 +128,9 @@ func (c *checker) resolve(w *syntax.Word) arg {
 		}
 	}
 	a.val, a.pat = val.String(), pat.String()
-	if a.lit {
-		a.numeric = false
-	}
+	// Integers only: the pattern is made of integer tokens and digits.
+	a.numeric = strings.IndexByte(a.pat, anyTok) >= 0 && strings.Trim(a.pat, "\x040123456789") == ""
+	a.known = a.known && !a.lit && !a.glob && !a.procSubst
 	return a
 }
 
