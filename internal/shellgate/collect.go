@@ -1,6 +1,7 @@
 package shellgate
 
 import (
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -34,6 +35,9 @@ func (c *checker) collect(f *syntax.File) {
 			if n.Name != nil {
 				name = n.Name.Value
 				e.funcs[name] = true
+				if !slices.Contains(e.funcBody[name], n.Body) {
+					e.funcBody[name] = append(e.funcBody[name], n.Body)
+				}
 			}
 			funcs = append(funcs, name)
 			c.funcStack = funcs

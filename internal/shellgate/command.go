@@ -60,6 +60,17 @@ func (c *checker) gateCall(cl callCtx) string {
 	if prog == "" {
 		return ""
 	}
+	if r, ok := c.aliasCall(cl); ok {
+		return r
+	}
+	for _, body := range c.env.funcBody[name.val] {
+		if r := c.inlineCall(name.val, body, cl.args[1:]); r != "" {
+			return r
+		}
+	}
+	if loaderRe.MatchString(prog) {
+		return c.unwrapLoader(cl)
+	}
 	if nameBuiltins[prog] {
 		for _, a := range cl.args[1:] {
 			if subscriptSubst(a.val) {
@@ -74,6 +85,9 @@ func (c *checker) gateCall(cl callCtx) string {
 		return c.unwrap(prog, spec, cl)
 	}
 	if r := c.program(prog, cl); r != "" {
+		return r
+	}
+	if r := c.contentCopy(prog, cl); r != "" {
 		return r
 	}
 	return c.runtimeArgs(prog, cl)
@@ -524,10 +538,19 @@ func (c *checker) alias(args []arg) string {
 		if !a.lit {
 			return "non-literal alias"
 		}
-		if _, v, ok := strings.Cut(a.val, "="); ok {
+		if name, v, ok := strings.Cut(a.val, "="); ok {
 			if r := c.nested(v); r != "" {
 				return r
 			}
+			// Later calls of the alias are judged as what it expands to.
+			words, err := splitWords(v)
+			if err != nil || len(words) == 0 {
+				return "alias that is not a simple command"
+			}
+			if c.env.aliases == nil {
+				c.env.aliases = map[string][]arg{}
+			}
+			c.env.aliases[name] = words
 		}
 	}
 	return ""

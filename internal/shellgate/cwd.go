@@ -105,7 +105,7 @@ func (c *checker) afterCall(s *syntax.Stmt) {
 		} else {
 			c.oldCwd, c.cwd = c.cwd, []string{unknownDir}
 		}
-	case c.env.cdFuncs[name]:
+	case c.env.cdFuncs[name] && !c.inlined:
 		c.oldCwd, c.cwd = c.cwd, []string{unknownDir}
 	}
 }

@@ -75,9 +75,10 @@ const maxPasses = 3
 type checker struct {
 	depth   int
 	budget  *budget
-	piped   map[*syntax.Stmt]bool // statements whose stdin is a pipe
-	pipeOut map[*syntax.Stmt]bool // statements whose stdout is a pipe
-	sawProc bool                  // some earlier word mentioned "proc" (cd /proc/self; cat environ)
+	piped   map[*syntax.Stmt]bool         // statements whose stdin is a pipe
+	pipeOut map[*syntax.Stmt]bool         // statements whose stdout is a pipe
+	pipeTo  map[*syntax.Stmt]*syntax.Stmt // the statement reading a pipe's output
+	sawProc bool                          // some earlier word mentioned "proc" (cd /proc/self; cat environ)
 	reason  string
 	// arithDone holds arithmetic nodes already scanned as part of an
 	// enclosing one, so nesting costs linear rather than quadratic time.
@@ -99,6 +100,11 @@ type checker struct {
 	// progFiles are files the script made copies of gated programs under
 	// their own name; copying them again is copying the program.
 	progFiles map[string]string
+	// Function calls judged with the caller's arguments (names.go).
+	inlining int   // depth of function bodies and aliases being followed
+	posArgs  []arg // the caller's arguments, for "$@" and $1…
+	inPos    bool  // posArgs holds them
+	inlined  bool  // the last call was followed into a function body
 }
 
 // budget is the work one Check may still do; running out blocks.
@@ -141,7 +147,8 @@ func (c *checker) nestedHere(src string) string {
 
 func (c *checker) child() *checker {
 	return &checker{depth: c.depth + 1, budget: c.budget, sawProc: c.sawProc, env: c.env,
-		cwd: c.cwd, oldCwd: c.oldCwd, progFiles: c.progFiles, funcStack: c.funcStack, pos: c.pos}
+		cwd: c.cwd, oldCwd: c.oldCwd, progFiles: c.progFiles, funcStack: c.funcStack, pos: c.pos,
+		inlining: c.inlining}
 }
 
 func (c *checker) file(f *syntax.File) string {
@@ -160,6 +167,7 @@ func (c *checker) file(f *syntax.File) string {
 	c.env.arithMemo = map[string]string{}
 	c.piped = map[*syntax.Stmt]bool{}
 	c.pipeOut = map[*syntax.Stmt]bool{}
+	c.pipeTo = map[*syntax.Stmt]*syntax.Stmt{}
 	c.arithDone = map[syntax.Node]bool{}
 	syntax.Walk(f, c.visit)
 	return c.reason
@@ -181,7 +189,12 @@ func (c *checker) visit(n syntax.Node) bool {
 	switch n := n.(type) {
 	case *syntax.Stmt:
 		if call, ok := n.Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 {
-			r = c.gateCall(callCtx{args: c.resolveAll(call.Args), redirs: n.Redirs, piped: c.piped[n],
+			args := c.resolveAll(call.Args)
+			if c.inPos {
+				args = c.expandPositional(call.Args)
+			}
+			c.inlined = false
+			r = c.gateCall(callCtx{args: args, redirs: n.Redirs, piped: c.piped[n],
 				pipedOut: c.pipeOut[n], stmt: n, assigns: call.Assigns})
 			if r == "" {
 				c.afterCall(n)
@@ -191,6 +204,14 @@ func (c *checker) visit(n syntax.Node) bool {
 		if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
 			c.piped[leftmost(n.Y)] = true
 			c.pipeOut[rightmost(n.X)] = true
+			c.pipeTo[rightmost(n.X)] = leftmost(n.Y)
+		}
+	case *syntax.FuncDecl:
+		if n.Name != nil && c.env.funcArgs[n.Name.Value] != nil && !c.inPos {
+			// Called where the gate sees it: the body is judged at each
+			// call, with the caller's arguments (names.go).
+			c.leave()
+			return false
 		}
 	case *syntax.Word:
 		r = c.word(n)

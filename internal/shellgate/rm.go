@@ -371,6 +371,7 @@ func (c *checker) copyRule(prog string, args []arg) string {
 		}
 	}
 	srcs := ops
+	intoDir := dest != nil
 	if dest == nil {
 		if len(ops) < 2 {
 			return ""
@@ -383,6 +384,9 @@ func (c *checker) copyRule(prog string, args []arg) string {
 	for _, s := range srcs {
 		if s.lit && strings.Contains(s.val, "/") && networkPrograms[progName(s.val)] {
 			return "copy of network-capable program " + q(progName(s.val))
+		}
+		if r := c.copyName(prog, []arg{s}, dest, intoDir || len(srcs) > 1); r != "" {
+			return r
 		}
 		if prog == "mv" {
 			for _, t := range c.targets(s) {

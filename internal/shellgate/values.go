@@ -145,14 +145,16 @@ func (vi *varInfo) value() value {
 // by every checker of one Check and only ever grows.
 type env struct {
 	vars      map[string]*varInfo
-	funcArgs  map[string]*varInfo // positional parameters of a function, from its call sites
-	funcs     map[string]bool     // functions the script defines
-	cdFuncs   map[string]bool     // functions that change the working directory
-	sourced   bool                // a file is sourced or parameters set by set --: unknown names
-	setPos    bool                // set -- changes the top-level positional parameters
-	cdWild    bool                // some cd goes somewhere other than a plain subdirectory
-	assumed   map[string]bool     // keys read before anything was known about them
-	stale     bool                // an assumed key has since changed
+	funcArgs  map[string]*varInfo       // positional parameters of a function, from its call sites
+	funcs     map[string]bool           // functions the script defines
+	funcBody  map[string][]*syntax.Stmt // every definition of each function
+	aliases   map[string][]arg          // aliases defined so far, as words
+	cdFuncs   map[string]bool           // functions that change the working directory
+	sourced   bool                      // a file is sourced or parameters set by set --: unknown names
+	setPos    bool                      // set -- changes the top-level positional parameters
+	cdWild    bool                      // some cd goes somewhere other than a plain subdirectory
+	assumed   map[string]bool           // keys read before anything was known about them
+	stale     bool                      // an assumed key has since changed
 	memo      map[*syntax.CmdSubst]value
 	arithMemo map[string]string // verdict on each variable read by arithmetic
 	// Structure noted by the collection pass for the walk that follows.
@@ -163,7 +165,8 @@ type env struct {
 func newEnv() *env {
 	return &env{
 		vars: map[string]*varInfo{}, funcArgs: map[string]*varInfo{}, funcs: map[string]bool{},
-		cdFuncs: map[string]bool{}, assumed: map[string]bool{}, memo: map[*syntax.CmdSubst]value{},
+		funcBody: map[string][]*syntax.Stmt{},
+		cdFuncs:  map[string]bool{}, assumed: map[string]bool{}, memo: map[*syntax.CmdSubst]value{},
 		arithMemo: map[string]string{},
 		stdinFrom: map[*syntax.Stmt]*syntax.Stmt{}, hasCd: map[syntax.Node]bool{},
 	}
@@ -304,6 +307,13 @@ func (c *checker) varValue(name string) value {
 // given; at the top level, nothing (the tool passes none) unless set -- or a
 // sourced file changes them.
 func (c *checker) positional() value {
+	if c.inPos {
+		vs := make([]value, 0, len(c.posArgs))
+		for _, a := range c.posArgs {
+			vs = append(vs, argValue(a))
+		}
+		return union(vs)
+	}
 	if n := len(c.funcStack); n > 0 {
 		fn := c.funcStack[n-1]
 		c.env.assume("f:" + fn)
@@ -503,6 +513,9 @@ func callName(s *syntax.Stmt) (string, []*syntax.Word) {
 		}
 		name := progName(a.val)
 		if (name == "builtin" || name == "command") && len(words) > 1 {
+			if next := resolve(words[1]); next.lit && (next.val == "-v" || next.val == "-V") {
+				return "which", words[1:] // command -v NAME prints where NAME is
+			}
 			words = words[1:]
 			continue
 		}

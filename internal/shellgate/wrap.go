@@ -111,6 +111,11 @@ func (c *checker) unwrap(prog string, spec wrapSpec, cl callCtx) string {
 	case "script":
 		return c.unwrapScript(cl)
 	case "busybox", "toybox":
+		for _, a := range args[1:] {
+			if a.lit && a.val == "--install" {
+				return "busybox --install links its applets under their own names"
+			}
+		}
 		i := 1
 		for i < len(args) && args[i].isFlag() {
 			i++
@@ -179,6 +184,14 @@ func (c *checker) unwrap(prog string, spec wrapSpec, cl callCtx) string {
 		return "editing files as root (sudo -e)"
 	case prog == "command" && (o.seen["v"] || o.seen["V"]):
 		return "" // command -v only looks the name up
+	case prog == "exec" && o.seen["a"]:
+		if name := shortOptValue(args[1:o.start], "a", 'a'); name != "" {
+			if r := c.argv0(name, cl.with(args[o.start:])); r != "" {
+				return r
+			}
+		} else {
+			return "non-literal exec -a name"
+		}
 	}
 	if o.amb > maxAmbiguous {
 		return c.scanAll(cl, o.start)
