@@ -87,6 +87,9 @@ func (c *checker) gateCall(cl callCtx) string {
 	if r := c.program(prog, cl); r != "" {
 		return r
 	}
+	if r := c.cwdWrite(prog, cl.args); r != "" {
+		return r
+	}
 	if r := c.contentCopy(prog, cl); r != "" {
 		return r
 	}
@@ -153,7 +156,18 @@ func (c *checker) special(prog string, cl callCtx) string {
 	args := cl.args
 	switch prog {
 	case "eval":
-		return c.evalArgs("eval", args[1:])
+		// eval runs in this shell: a cd in it moves the caller.
+		parts := make([]string, 0, len(args))
+		for _, a := range args[1:] {
+			if !a.lit {
+				return "non-literal code passed to eval"
+			}
+			parts = append(parts, a.val)
+		}
+		if len(parts) == 0 {
+			return ""
+		}
+		return c.nestedHere(strings.Join(parts, " "))
 	case "source", ".":
 		return sourceRule(prog, cl)
 	case "trap":
@@ -207,7 +221,7 @@ func (c *checker) special(prog string, cl callCtx) string {
 		return ddRule(args)
 	case "chmod", "chown", "chgrp":
 		return c.permRule(prog, args)
-	case "tee", "truncate":
+	case "tee", "truncate", "touch", "mkdir", "rmdir", "mkfifo", "mknod":
 		return c.writeOperands(prog, args)
 	case "cp", "ln", "install", "mv":
 		return c.copyRule(prog, args)
@@ -279,6 +293,13 @@ func (c *checker) special(prog string, cl callCtx) string {
 			if val, has, ok := longOpt(a.val, "compress-program"); a.lit && ok {
 				v, _, _ := optValue(args, i, val, has)
 				return c.codeArg("sort --compress-program", v)
+			}
+			if val, has, ok := longOpt(a.val, "output"); a.lit && (ok || a.val == "-o") {
+				if v, _, found := optValue(args, i, val, has); found {
+					if r := c.write(v, "sort -o"); r != "" {
+						return r
+					}
+				}
 			}
 		}
 	case "less", "more", "most":

@@ -132,8 +132,8 @@ func (c *checker) chdir(args []arg, push bool) {
 		if push {
 			next = []string{unknownDir} // pushd alone swaps with the stack
 		}
-	case target.lit && target.val == "":
-		next = prev
+	case target.pat == "":
+		next = prev // cd "" stays
 	case target.lit && target.val == "-":
 		next = c.oldCwd
 		if next == nil {
@@ -165,11 +165,25 @@ func (c *checker) write(a arg, what string) string {
 		if strings.IndexByte(p, anyRun) >= 0 {
 			return "write under an unknown directory after cd (" + what + ")"
 		}
-		if r := protectedWrite(arg{val: a.val, pat: p, lit: a.lit}, what); r != "" {
+		shown := a.val
+		if p != a.pat {
+			shown = display(p) // the path as resolved against the directory cd went to
+		}
+		if r := protectedWrite(arg{val: shown, pat: p, lit: a.lit}, what); r != "" {
 			return r
 		}
 	}
 	return ""
+}
+
+// display renders a pattern for a reason: wildcards become *.
+func display(p string) string {
+	return strings.Map(func(r rune) rune {
+		if r <= anyTok {
+			return '*'
+		}
+		return r
+	}, p)
 }
 
 // targets returns path word a as seen from each directory the script may
@@ -180,9 +194,9 @@ func (c *checker) targets(a arg) []arg {
 	for _, p := range ps {
 		b := a
 		b.pat = p
-		if p != a.pat && a.lit {
-			b.lit = !isWild(p)
-			b.val = p
+		if p != a.pat {
+			b.lit = a.lit && !isWild(p)
+			b.val = display(p)
 		}
 		out = append(out, b)
 	}

@@ -383,8 +383,9 @@ func (c *checker) awkRule(args []arg) string {
 			return "awk extension load (" + clip(v, 10) + ")"
 		case v == "-i" && i+1 < len(args) && args[i+1].val == "inplace" || isLongOf(v, "include") && strings.HasSuffix(v, "=inplace"):
 			inPlace = true
-			hasFile = true
-			i++
+			if !strings.Contains(v, "=") {
+				i++
+			}
 		case v == "-e" || isLongOf(v, "source"):
 			val, has, _ := longOpt(v, "source")
 			if p, next, ok := optValue(args, i, val, has); ok {

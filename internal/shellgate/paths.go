@@ -256,7 +256,7 @@ func joinDir(d, p string) string {
 		return path.Clean(d + "/" + p)
 	case d[0] == '~':
 		rest := strings.TrimPrefix(strings.TrimPrefix(d, "~"), "/")
-		c := path.Clean(rest + "/" + p)
+		c := path.Join(rest, p)
 		if c == ".." || strings.HasPrefix(c, "../") {
 			// Above the home directory: somewhere near the root.
 			return path.Clean("/" + c)

@@ -322,19 +322,103 @@ func (c *checker) permRule(prog string, args []arg) string {
 
 // writeOperands checks tee and truncate, whose operands are all written.
 func (c *checker) writeOperands(prog string, args []arg) string {
+	// Short options that take a value, per program.
+	withValue := map[string]string{"truncate": "sr", "touch": "rdt", "mkdir": "m", "mkfifo": "mZ", "mknod": "mZ", "rmdir": ""}[prog]
+	n := 0
 	for i := 1; i < len(args); i++ {
 		a := args[i]
 		if a.isFlag() {
-			if a.val == "-s" || a.val == "-r" || a.val == "--size" || a.val == "--reference" {
+			v := a.val
+			switch {
+			case v == "--":
+				for _, b := range args[i+1:] {
+					if r := c.write(b, prog); r != "" {
+						return r
+					}
+				}
+				return ""
+			case strings.HasPrefix(v, "--"):
+				if !strings.Contains(v, "=") && (isLongOf(v, "size") || isLongOf(v, "reference") || isLongOf(v, "date") || isLongOf(v, "mode") || isLongOf(v, "context") && prog != "touch") {
+					i++
+				}
+			case strings.IndexByte(withValue, v[len(v)-1]) >= 0:
 				i++
 			}
 			continue
+		}
+		if n++; prog == "mknod" && n > 1 {
+			break // mknod NAME TYPE MAJOR MINOR
 		}
 		if r := c.write(a, prog); r != "" {
 			return r
 		}
 	}
 	return ""
+}
+
+// cwdWriters create files in the working directory whose names the
+// command line does not show (a patch's files, an archive's members, a
+// clone, node_modules, a build's output).
+var cwdWriters = map[string]map[string]bool{
+	"patch": nil, "unzip": nil, "cpio": nil, "7z": set("x", "e"), "git": set("clone", "init"),
+	"npm": set("install", "i", "ci", "add"), "pnpm": set("install", "i", "add"), "yarn": set("install", "add"),
+	"go": set("build", "generate", "mod", "install"), "cargo": set("build", "new", "init"),
+	"mktemp": nil,
+}
+
+// cwdWrite blocks those programs when the working directory may be a
+// system directory, and checks the directory or file they are told to
+// write (-d, -o, --output).
+func (c *checker) cwdWrite(prog string, args []arg) string {
+	subs, ok := cwdWriters[prog]
+	if !ok {
+		return ""
+	}
+	if subs != nil {
+		sub := ""
+		for _, a := range args[1:] {
+			if !a.isFlag() {
+				sub = a.val
+				break
+			}
+		}
+		if !subs[sub] {
+			return ""
+		}
+	}
+	dir := litArg(".")
+	for i, a := range args[1:] {
+		i++
+		if !a.lit {
+			continue
+		}
+		v := a.val
+		switch {
+		case v == "-d" && prog != "mktemp" || v == "-o" || v == "-p" && prog == "mktemp" || isLongOf(v, "directory") || isLongOf(v, "output") || isLongOf(v, "tmpdir"):
+			val, has, _ := longOptIn(v, "directory", "output", "tmpdir")
+			if d, _, ok := optValue(args, i, val, has); ok {
+				if r := c.write(d, prog); r != "" {
+					return r
+				}
+				dir = d
+			}
+		}
+	}
+	if prog == "mktemp" {
+		// mktemp TEMPLATE creates the file it names.
+		for _, a := range args[1:] {
+			if !a.isFlag() {
+				return c.write(a, prog)
+			}
+		}
+		return ""
+	}
+	return c.write(inside(dir), prog)
+}
+
+// inside is a name in directory d: what a program writing into d creates.
+func inside(d arg) arg {
+	return arg{val: strings.TrimSuffix(d.val, "/") + "/*", pat: strings.TrimSuffix(d.pat, "/") + "/" + string(anySeg)}
 }
 
 // copyRule checks the destination of cp/ln/install/mv, what mv removes,
@@ -599,7 +683,7 @@ func (c *checker) tarRule(args []arg) string {
 			dirs = append(dirs, litArg("."))
 		}
 		for _, d0 := range dirs {
-			for _, d := range c.targets(d0) {
+			for _, d := range c.targets(inside(d0)) {
 				switch k := classify(d); k {
 				case pathRoot, pathSystem, pathHome, pathUnknown:
 					return fmt.Sprintf("tar extraction into %s (%s)", q(d.val), pathKindText[k])
