@@ -11,6 +11,14 @@ import (
 // the callers' arguments of its functions, what feeds each pipe, and which
 // loops and functions change directory.
 func (c *checker) collect(f *syntax.File) {
+	// Callers' arguments first, so that $1 in a function body assigned
+	// before the call (local n=$1) already sees them.
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if call, ok := n.(*syntax.CallExpr); ok {
+			c.recordCall(call)
+		}
+		return true
+	})
 	e := c.env
 	var stack []syntax.Node
 	var funcs []string
@@ -184,27 +192,6 @@ func (c *checker) collectCall(call *syntax.CallExpr, stack []syntax.Node) {
 		break
 	}
 	args := c.resolveAll(words[1:])
-	if e.funcs[name] || !strings.Contains(name, "/") {
-		vi := e.funcArgs[name]
-		if vi == nil {
-			vi = &varInfo{}
-			e.funcArgs[name] = vi
-		}
-		changed := false
-		for _, a := range args {
-			v := argValue(a)
-			if a.split && !a.numeric && !a.lit {
-				v = runValue // "$@"-like words may become several arguments
-			}
-			changed = vi.add(v) || changed
-		}
-		if len(args) == 0 {
-			changed = vi.add(litValue("")) || changed
-		}
-		if changed {
-			e.touch("f:" + name)
-		}
-	}
 	switch name {
 	case "read":
 		names := optOperands(args, "adinNptu")
@@ -284,6 +271,56 @@ func (c *checker) collectCall(call *syntax.CallExpr, stack []syntax.Node) {
 			c.markCdWild()
 		}
 	}
+}
+
+// recordCall adds a call's arguments to what its function's positional
+// parameters may hold.
+func (c *checker) recordCall(call *syntax.CallExpr) {
+	if len(call.Args) == 0 {
+		return
+	}
+	a := resolve(call.Args[0])
+	if !a.lit || strings.Contains(a.val, "/") {
+		return
+	}
+	e := c.env
+	vi := e.funcArgs[a.val]
+	if vi == nil {
+		vi = &varInfo{}
+		e.funcArgs[a.val] = vi
+	}
+	changed := false
+	for _, w := range call.Args[1:] {
+		arg := c.resolve(w)
+		v := argValue(arg)
+		if arg.split && !arg.numeric && !arg.lit && !arg.known || usesPositional(w) {
+			// "$@" may become several arguments, and the caller's own
+			// parameters are not known here.
+			v = runValue
+		}
+		changed = vi.add(v) || changed
+	}
+	if len(call.Args) == 1 {
+		changed = vi.add(litValue("")) || changed
+	}
+	if changed {
+		e.touch("f:" + a.val)
+	}
+}
+
+// usesPositional reports a word that expands $@, $* or $1….
+func usesPositional(w *syntax.Word) bool {
+	found := false
+	syntax.Walk(w, func(n syntax.Node) bool {
+		if pe, ok := n.(*syntax.ParamExp); ok && pe.Param != nil {
+			v := pe.Param.Value
+			if v == "@" || v == "*" || isDigits(v) && v != "0" {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 func (c *checker) markCdWild() {

@@ -703,7 +703,62 @@ var cwdFamily = family{
 	},
 }
 
-var families = []family{pathFamily, optionFamily, arithFamily, nameFamily, cwdFamily}
+// bombFamily: fork bombs in their shapes, and the loops and recursion of
+// ordinary scripts next to them.
+var bombFamily = family{
+	name: "fork bombs",
+	blocked: []blockCase{
+		{":(){ :|:& };:", "fork bomb"},
+		{".(){ .|.& };.", "fork bomb"},
+		{"bomb() { bomb | bomb & }; bomb", "fork bomb"},
+		{"f() { f & f; }; f", "fork bomb"},
+		{"f() { (f &); }; f", "fork bomb"},
+		{"function x { x | x & }; x", "fork bomb"},
+		{"a() { b & }; b() { a & }; a", "fork bomb"},
+		{"f() { eval 'f | f &'; }; f", "fork bomb"},
+		{"export -f f; f() { bash -c 'f & f'; }; f", "fork bomb"},
+		{"f() { sh -c 'f|f' & }; f", "fork bomb"},
+		{"eval ':(){ :|:& };:'", "fork bomb"},
+		{`bash -c 'b(){ b|b& }; b'`, "fork bomb"},
+		{"while true; do sleep 100 & done", "fork bomb"},
+		{"while :; do ( yes > /dev/null & ); done", "fork bomb"},
+		{"while [ 1 ]; do make & done", "fork bomb"},
+		{"while (( 1 )); do x & done", "fork bomb"},
+		{"until false; do cat /dev/zero & done", "fork bomb"},
+		{"while ! false; do sleep 9 & done", "fork bomb"},
+		{"for ((;;)); do sleep 1 & done", "fork bomb"},
+		{"for ((i=0; i<100000; i++)); do sleep 60 & done", "fork bomb"},
+		{"for i in {1..100000}; do sleep 60 & done", "fork bomb"},
+		{"for i in {1..100}{1..100}; do sleep 60 & done", "fork bomb"},
+		{"for i in $(seq 1 1000000); do sleep 60 & done", "fork bomb"},
+		{"while true; do coproc sleep 9; done", "fork bomb"},
+		{"yes | while read l; do sleep 9 & done", "fork bomb"},
+		{"yes | xargs -P 0 -n1 sleep", "fork bomb"},
+		{"cat /dev/zero | xargs -P0 -n1 true", "fork bomb"},
+		{"while true; do { sleep 1 & } ; done", "fork bomb"},
+	},
+	allowed: []string{
+		"while true; do make test && break; done",
+		"while true; do sleep 1; done",
+		"for i in 1 2 3; do sleep 1 & done; wait",
+		"for f in *.go; do gofmt -l \"$f\" & done; wait",
+		"for i in {1..8}; do go test ./... & done; wait",
+		"while true; do x & wait; done",
+		"while true; do poll & sleep 5; done",
+		"while read -r h; do echo \"$h\" & done < hosts; wait",
+		"for ((i=0; i<10; i++)); do echo $i & done; wait",
+		"f() { echo hi; }; f; f",
+		`countdown() { local n=$1; while [ "$n" -gt 0 ]; do n=$((n-1)); done; }; countdown 3`,
+		"sleep 10 & kill $!",
+		"(sleep 1 &); echo started",
+		"find . -name '*.go' | xargs -P 4 -n 10 gofmt -l",
+		"seq 1 100 | xargs -n1 echo",
+		"yes | head -n 3",
+		"yes y | npm init",
+	},
+}
+
+var families = []family{pathFamily, optionFamily, arithFamily, nameFamily, cwdFamily, bombFamily}
 
 func TestFamilies(t *testing.T) {
 	for _, fam := range families {

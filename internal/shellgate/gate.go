@@ -2,7 +2,6 @@ package shellgate
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -508,69 +507,6 @@ func declRule(variant string, opts []string, hasNames bool) string {
 		what += " " + opts[0]
 	}
 	return fmt.Sprintf("environment dump (%s)", clip(what, maxNameLen))
-}
-
-// forkBomb blocks functions that call themselves, directly or through
-// each other: the shape of :(){ :|:& };: and its disguises.
-func forkBomb(f *syntax.File) string {
-	calls := map[string][]string{}
-	collectCalls(f, "", calls)
-	// Depth-first search for a cycle; state 1 = on the stack, 2 = done.
-	state := map[string]int{}
-	var cycle func(string) bool
-	cycle = func(fn string) bool {
-		switch state[fn] {
-		case 1:
-			return true
-		case 2:
-			return false
-		}
-		state[fn] = 1
-		for _, callee := range calls[fn] {
-			if _, isFunc := calls[callee]; isFunc && cycle(callee) {
-				return true
-			}
-		}
-		state[fn] = 2
-		return false
-	}
-	names := make([]string, 0, len(calls))
-	for fn := range calls {
-		names = append(names, fn)
-	}
-	sort.Strings(names) // deterministic reason
-	for _, fn := range names {
-		if cycle(fn) {
-			return fmt.Sprintf("fork bomb (recursive function %q)", clip(fn, maxNameLen))
-		}
-	}
-	return ""
-}
-
-// collectCalls records, for each function, the commands its body calls.
-// Each node is visited once, however deeply functions are nested.
-func collectCalls(n syntax.Node, fn string, calls map[string][]string) {
-	syntax.Walk(n, func(m syntax.Node) bool {
-		switch m := m.(type) {
-		case *syntax.FuncDecl:
-			if m.Name == nil {
-				return true
-			}
-			name := m.Name.Value
-			if _, ok := calls[name]; !ok {
-				calls[name] = nil
-			}
-			collectCalls(m.Body, name, calls)
-			return false
-		case *syntax.CallExpr:
-			if fn != "" && len(m.Args) > 0 {
-				if a := resolve(m.Args[0]); a.lit {
-					calls[fn] = append(calls[fn], a.val)
-				}
-			}
-		}
-		return true
-	})
 }
 
 // subscriptSubst reports a variable name whose array subscript holds a

@@ -192,7 +192,10 @@ func unquotedLit(s string, val, pat *strings.Builder, a *arg) {
 	}
 }
 
-var braceRangeRe = regexp.MustCompile(`^-?[0-9]+\.\.-?[0-9]+(\.\.-?[0-9]+)?$`)
+var (
+	braceRangeRe = regexp.MustCompile(`^-?[0-9]+\.\.-?[0-9]+(\.\.-?[0-9]+)?$`)
+	braceCountRe = regexp.MustCompile(`\{(-?[0-9]{1,9})\.\.(-?[0-9]{1,9})(\.\.-?[0-9]+)?\}`)
+)
 
 // braceEnd returns the index of the '}' closing the group opened at s[open]
 // when the group is a real brace expansion (has a top-level comma or ".."),

@@ -139,6 +139,9 @@ func (c *checker) unwrap(prog string, spec wrapSpec, cl callCtx) string {
 		}
 	case "xargs":
 		cl.tailRun = c.xargsInput(cl).run()
+		if cl.stmt != nil && endlessOutput(c.env.stdinFrom[cl.stmt]) && unlimitedProcs(args) {
+			return "fork bomb (xargs -P 0 on endless input)"
+		}
 	case "strace", "ltrace":
 		if r := c.traceRule(prog, cl); r != "" {
 			return r
@@ -197,6 +200,25 @@ func (c *checker) unwrap(prog string, spec wrapSpec, cl callCtx) string {
 		return c.scanAll(cl, o.start)
 	}
 	return c.gateFrom(cl, o.start, o.amb, spec.dynTail)
+}
+
+// unlimitedProcs reports xargs -P 0, which starts as many processes as it can.
+func unlimitedProcs(args []arg) bool {
+	for i, a := range args[1:] {
+		v := a.val
+		switch {
+		case v == "-P" && i+2 < len(args):
+			if args[i+2].val == "0" {
+				return true
+			}
+		case v == "-P0" || strings.HasPrefix(v, "--max-procs=0") || strings.HasPrefix(v, "--max-p=0"):
+			return true
+		}
+		if val, has, ok := longOpt(v, "max-procs"); ok && (has && val == "0" || !has && i+2 < len(args) && args[i+2].val == "0") {
+			return true
+		}
+	}
+	return false
 }
 
 // xargsReplace blocks xargs -I R R …: the command itself comes from the
