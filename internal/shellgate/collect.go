@@ -13,12 +13,21 @@ import (
 func (c *checker) collect(f *syntax.File) {
 	// Callers' arguments first, so that $1 in a function body assigned
 	// before the call (local n=$1) already sees them.
+	var calls []*syntax.CallExpr
 	syntax.Walk(f, func(n syntax.Node) bool {
-		if call, ok := n.(*syntax.CallExpr); ok {
-			c.recordCall(call)
+		switch n := n.(type) {
+		case *syntax.CallExpr:
+			calls = append(calls, n)
+		case *syntax.FuncDecl:
+			if n.Name != nil {
+				c.env.funcs[n.Name.Value] = true
+			}
 		}
 		return true
 	})
+	for _, call := range calls {
+		c.recordCall(call)
+	}
 	e := c.env
 	var stack []syntax.Node
 	var funcs []string
@@ -280,10 +289,10 @@ func (c *checker) recordCall(call *syntax.CallExpr) {
 		return
 	}
 	a := resolve(call.Args[0])
-	if !a.lit || strings.Contains(a.val, "/") {
+	e := c.env
+	if !a.lit || !e.funcs[a.val] {
 		return
 	}
-	e := c.env
 	vi := e.funcArgs[a.val]
 	if vi == nil {
 		vi = &varInfo{}

@@ -50,8 +50,7 @@ func (c *checker) gateCall(cl callCtx) string {
 	}
 	if n, ok := assignPrefix(name); ok && len(cl.args) > 1 {
 		// sudo VAR=value cmd: wrappers pass leading assignments on.
-		val := arg{lit: name.lit, val: strings.TrimPrefix(name.val, n+"=")}
-		if r := c.checkVar(n, val); r != "" {
+		if r := c.checkVar(n, assignValue(name, n)); r != "" {
 			return r
 		}
 		return c.gateCall(cl.with(cl.args[1:]))

@@ -168,6 +168,9 @@ func (c *checker) file(f *syntax.File) string {
 	c.pipeOut = map[*syntax.Stmt]bool{}
 	c.pipeTo = map[*syntax.Stmt]*syntax.Stmt{}
 	c.arithDone = map[syntax.Node]bool{}
+	if c.frames == nil {
+		c.frames = make([]frame, 0, 32)
+	}
 	syntax.Walk(f, c.visit)
 	return c.reason
 }
@@ -438,10 +441,11 @@ func (c *checker) checkVar(name string, val arg) string {
 	case varBlock:
 		return fmt.Sprintf("assignment to %s can run code", clip(name, maxNameLen))
 	case varCommand:
-		if !val.lit {
+		text, ok := varText(val)
+		if !ok {
 			return fmt.Sprintf("non-literal command in %s", clip(name, maxNameLen))
 		}
-		if r := c.nested(val.val); r != "" {
+		if r := c.nested(text); r != "" {
 			return r
 		}
 	case varPrompt:

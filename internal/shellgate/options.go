@@ -112,9 +112,11 @@ func (c *checker) carrierVar(name string, val arg) (string, bool) {
 	case !ok:
 		return "", false
 	}
-	if !val.lit {
+	text, known := varText(val)
+	if !known {
 		return fmt.Sprintf("non-literal options in %s", clip(name, maxNameLen)), true
 	}
+	val = litArg(text)
 	if npm {
 		val = litArg("--" + strings.ReplaceAll(key, "_", "-") + "=" + val.val)
 	}

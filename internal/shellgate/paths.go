@@ -65,8 +65,8 @@ func newSensitive(pat, what string, alter func(string) string) *sensitive {
 			}
 		default:
 			s.adv[ch] |= bit
-			if ch != '/' {
-				// A slash is in every path: it proves nothing.
+			if ch != '/' && ch != '.' {
+				// Slashes and dots are in every path: they prove nothing.
 				s.ev |= bit
 			}
 		}
@@ -114,8 +114,8 @@ func (s *sensitive) found(p string) bool {
 	plain, ev := s.closure(1), uint64(0) // states without, and with, evidence
 	for i := 0; i < len(p); i++ {
 		ch := p[i]
-		switch {
-		case ch == anyStr || ch == anyRun || ch == anySeg || ch == anyTok:
+		switch ch {
+		case anyStr, anyRun, anySeg, anyTok:
 			cls := clsAny
 			if ch == anySeg || ch == anyTok {
 				cls = clsNoSl
@@ -129,7 +129,7 @@ func (s *sensitive) found(p string) bool {
 				}
 				plain, ev = np, ne
 			}
-		case ch == anyChar:
+		case anyChar:
 			adv, stay := s.classMasks(clsNoSl)
 			plain, ev = s.closure((plain&adv)<<1|plain&stay), s.closure((ev&adv)<<1|ev&stay)
 		default:
@@ -150,16 +150,23 @@ func procAliases(p string) string {
 	if !strings.Contains(p, "/dev/") {
 		return p
 	}
-	r := strings.NewReplacer("/dev/fd/", "/proc/self/fd/", "/dev/fd"+string(anyStr), "/proc/self/fd"+string(anyStr),
-		"/dev/stdin", "/proc/self/fd/0", "/dev/stdout", "/proc/self/fd/1", "/dev/stderr", "/proc/self/fd/2")
-	return r.Replace(p)
+	return aliasReplacer.Replace(p)
 }
+
+var (
+	aliasReplacer = strings.NewReplacer("/dev/fd/", "/proc/self/fd/", "/dev/fd"+string(anyStr), "/proc/self/fd"+string(anyStr),
+		"/dev/stdin", "/proc/self/fd/0", "/dev/stdout", "/proc/self/fd/1", "/dev/stderr", "/proc/self/fd/2")
+	selfReplacer = strings.NewReplacer("/proc/self/", "/self/", "/proc/thread-self/", "/self/")
+)
 
 // otherProcs hides this process's own entries (/proc/self/fd/0 is only
 // standard input), so that what remains names another process.
 func otherProcs(p string) string {
 	p = procAliases(p)
-	return strings.NewReplacer("/proc/self/", "/self/", "/proc/thread-self/", "/self/").Replace(p)
+	if !strings.Contains(p, "self/") {
+		return p
+	}
+	return selfReplacer.Replace(p)
 }
 
 var sensitiveReads = []*sensitive{

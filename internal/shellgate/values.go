@@ -79,20 +79,27 @@ func union(vs []value) value {
 		return litValue("")
 	}
 	first := vs[0]
-	same, num, slash := true, true, false
+	same, num, slash, opaque := true, true, false, false
 	for _, v := range vs {
 		if v.run() {
 			return runValue
 		}
 		same = same && v.pat == first.pat
 		num = num && v.numeric
-		slash = slash || strings.ContainsAny(v.pat, "/\x00")
+		if v.pat == string(anyStr) {
+			opaque = true
+		} else {
+			slash = slash || strings.ContainsAny(v.pat, "/\x00")
+		}
 	}
 	switch {
 	case same:
 		return first
 	case num:
 		return numValue
+	case opaque && !slash:
+		// An unknown from the environment, or names without a directory.
+		return anyValue
 	case slash:
 		// Alternatives that are paths cannot be merged into one pattern
 		// without losing the directory they name: assume the worst.
@@ -213,7 +220,12 @@ func (c *checker) partValue(p syntax.WordPart) value {
 		return runValue
 	}
 	c.valueDepth++
-	defer func() { c.valueDepth-- }()
+	v := c.partValueAt(p)
+	c.valueDepth--
+	return v
+}
+
+func (c *checker) partValueAt(p syntax.WordPart) value {
 	switch p := p.(type) {
 	case *syntax.ParamExp:
 		return c.paramValue(p)
@@ -462,7 +474,7 @@ func (c *checker) stmtOutput(s *syntax.Stmt) value {
 		if len(cmd.Args) == 0 {
 			return litValue("")
 		}
-		return c.callOutput(s, cmd)
+		return c.callOutput(s)
 	case *syntax.BinaryCmd:
 		switch cmd.Op {
 		case syntax.Pipe, syntax.PipeAll:
@@ -579,7 +591,7 @@ var namingPrograms = set("whoami", "hostname", "uname", "date", "mktemp", "tty",
 	"pwd", "which", "type", "dirname", "basename", "realpath", "readlink", "nproc")
 
 // callOutput models the output of one simple command.
-func (c *checker) callOutput(s *syntax.Stmt, call *syntax.CallExpr) value {
+func (c *checker) callOutput(s *syntax.Stmt) value {
 	name, words := callName(s)
 	if name == "" {
 		return runValue
@@ -611,8 +623,6 @@ func (c *checker) callOutput(s *syntax.Stmt, call *syntax.CallExpr) value {
 			}
 		}
 		return anyValue
-	case "command":
-		return anyValue
 	case "git":
 		return gitOutput(args)
 	case "find", "ls", "grep", "egrep", "fgrep", "du":
@@ -637,7 +647,7 @@ func (c *checker) callOutput(s *syntax.Stmt, call *syntax.CallExpr) value {
 		}
 		return anyValue
 	case "mktemp":
-		return anyValue
+		return mktempValue(args)
 	}
 	switch {
 	case numericPrograms[name]:
@@ -664,6 +674,39 @@ func allFlagsIn(args []arg, flags ...string) bool {
 		}
 	}
 	return len(args) > 0
+}
+
+// mktempValue is the name mktemp prints: in /tmp, in the directory given
+// by -p/--tmpdir, or where its template says (relative templates without
+// -t are in the working directory).
+func mktempValue(args []arg) value {
+	dir, tmpl, inTmp := "", "", false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case !a.lit:
+			return anyValue
+		case a.val == "-p" && i+1 < len(args):
+			dir, inTmp = args[i+1].val, true
+			i++
+		case strings.HasPrefix(a.val, "--tmpdir="):
+			dir, inTmp = strings.TrimPrefix(a.val, "--tmpdir="), true
+		case a.val == "--tmpdir" || a.val == "-t" || strings.HasPrefix(a.val, "-") && !strings.HasPrefix(a.val, "--") && strings.Contains(a.val, "t"):
+			inTmp = true
+		case strings.HasPrefix(a.val, "-"):
+		default:
+			tmpl = a.val
+		}
+	}
+	switch {
+	case strings.Contains(tmpl, "/") && !inTmp:
+		dir = path.Dir(tmpl)
+	case tmpl != "" && !inTmp:
+		return value{pat: string(anySeg)} // a name in the working directory
+	case dir == "":
+		dir = "/tmp"
+	}
+	return value{pat: litValue(strings.TrimSuffix(dir, "/")).pat + "/" + string(anySeg)}
 }
 
 // echoValue is what echo prints for these words.
@@ -810,12 +853,16 @@ func gitOutput(args []arg) value {
 	switch sub {
 	case "rev-parse":
 		for _, a := range rest {
-			switch {
-			case a.val == "--git-dir" || a.val == "--git-common-dir":
+			switch a.val {
+			case "--show-toplevel":
+				// The top of the working tree the command runs in: for a
+				// path, the same as the working directory.
+				return litValue(".")
+			case "--git-dir", "--git-common-dir":
 				return litValue(".git")
-			case a.val == "--absolute-git-dir":
+			case "--absolute-git-dir":
 				return value{pat: string(anyStr) + "/.git"}
-			case a.val == "--git-path":
+			case "--git-path":
 				return value{pat: ".git/" + string(anyStr)}
 			}
 		}

@@ -325,8 +325,8 @@ func (c *checker) traceRule(prog string, cl callCtx) string {
 			env, _, found = optValue(args, i, v[2:], len(v) > 2)
 		}
 		if found {
-			name, val, _ := strings.Cut(env.val, "=")
-			if r := c.checkVar(name, arg{lit: env.lit, val: val}); r != "" {
+			name, _, _ := strings.Cut(env.val, "=")
+			if r := c.checkVar(name, assignValue(env, name)); r != "" {
 				return r
 			}
 		}
@@ -460,8 +460,7 @@ loop:
 	for i < len(args) {
 		a := args[i]
 		if name, ok := envAssign(a); ok {
-			val := arg{lit: a.lit, val: strings.TrimPrefix(a.val, name+"=")}
-			if r := c.checkVar(name, val); r != "" {
+			if r := c.checkVar(name, assignValue(a, name)); r != "" {
 				return r
 			}
 			i++
@@ -525,6 +524,28 @@ loop:
 		defer func() { c.cwd = saved }()
 	}
 	return c.gateCall(sub)
+}
+
+// assignValue is the value part of a NAME=VALUE word.
+func assignValue(a arg, name string) arg {
+	v := a
+	v.val = strings.TrimPrefix(a.val, name+"=")
+	v.pat = strings.TrimPrefix(a.pat, name+"=")
+	return v
+}
+
+// varText is the text an assignment stores as far as the script shows:
+// all of it, or its literal parts when the rest comes from the tool's
+// environment ($NODE_OPTIONS --max-old-space-size=4096). Run-time text
+// has none.
+func varText(v arg) (string, bool) {
+	switch {
+	case v.lit || v.known:
+		return v.val, true
+	case v.pat != "" && !v.run():
+		return v.val, true
+	}
+	return "", false
 }
 
 // isLongOf reports a word that could be the long option full.
