@@ -84,7 +84,16 @@ func (c *checker) programPath(a arg) string {
 			continue
 		}
 		base := p[strings.LastIndexByte(p, '/')+1:]
-		if isWild(base) || base == "" {
+		if base == "" {
+			continue
+		}
+		if isWild(base) {
+			// /bin/ba?h, /usr/bin/{bash,x}: any program the pattern matches.
+			if hasLiteral(base, "") || strings.IndexByte(base, anyStr) >= 0 {
+				if name := gatedMatch(base); name != "" {
+					return "glob:" + name
+				}
+			}
 			continue
 		}
 		if k := progKind(strings.ToLower(base)); k != "" {
@@ -94,6 +103,39 @@ func (c *checker) programPath(a arg) string {
 	return ""
 }
 
+// gatedMatch returns a program name with rules that pattern p matches.
+func gatedMatch(p string) string {
+	for _, names := range []map[string]bool{shells, networkPrograms, specialPrograms, interpreterNames} {
+		for n := range names {
+			if match(p, n) {
+				return n
+			}
+		}
+	}
+	for _, m := range []map[string]wrapSpec{wrappers} {
+		for n := range m {
+			if match(p, n) {
+				return n
+			}
+		}
+	}
+	for n := range otherInterp {
+		if match(p, n) {
+			return n
+		}
+	}
+	for n := range destructivePrograms {
+		if match(p, n) {
+			return n
+		}
+	}
+	return ""
+}
+
+// interpreterNames are common spellings interpreterRe accepts.
+var interpreterNames = set("python", "python2", "python3", "pypy", "pypy3", "perl", "perl5", "ruby",
+	"node", "nodejs", "php", "lua", "luajit")
+
 // copyName checks cp/ln/install/mv of sources to dest (nil: into the
 // directory named by -t), and records copies made under their own name.
 func (c *checker) copyName(prog string, srcs []arg, dest *arg, intoDir bool) string {
@@ -102,7 +144,7 @@ func (c *checker) copyName(prog string, srcs []arg, dest *arg, intoDir bool) str
 		if kind == "" {
 			continue
 		}
-		name := s.pat[strings.LastIndexByte(s.pat, '/')+1:]
+		name := display(s.pat[strings.LastIndexByte(s.pat, '/')+1:])
 		target := ""
 		switch {
 		case intoDir || len(srcs) > 1 || dest.lit && strings.HasSuffix(dest.val, "/"):
@@ -150,14 +192,14 @@ func (c *checker) contentCopy(prog string, cl callCtx) string {
 			a = litArg(a.val[3:])
 		}
 		if k := c.programPath(a); k != "" {
-			return "copy of program " + q(path.Base(a.val)) + " through " + q(prog)
+			return "copy of program " + q(display(path.Base(a.pat))) + " through " + q(prog)
 		}
 	}
 	for _, r := range cl.redirs {
 		if (r.N == nil || r.N.Value == "0") && r.Op == syntax.RdrIn {
 			a := c.resolve(r.Word)
 			if k := c.programPath(a); k != "" {
-				return "copy of program " + q(path.Base(a.val)) + " through " + q(prog)
+				return "copy of program " + q(display(path.Base(a.pat))) + " through " + q(prog)
 			}
 		}
 	}

@@ -456,6 +456,12 @@ func (c *checker) copyRule(prog string, args []arg) string {
 	}
 	srcs := ops
 	intoDir := dest != nil
+	if dest == nil && len(ops) == 1 && ops[0].glob {
+		// cp /usr/bin/{bash,x}: one word that expands to source and target.
+		if k := c.programPath(ops[0]); k != "" {
+			return "copy of program " + q(display(path.Base(ops[0].pat))) + " to a name the pattern chooses (" + prog + ")"
+		}
+	}
 	if dest == nil {
 		if len(ops) < 2 {
 			return ""

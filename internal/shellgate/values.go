@@ -633,10 +633,22 @@ func (c *checker) callOutput(s *syntax.Stmt) value {
 		}
 		return runValue
 	case "realpath", "readlink":
+		canon := name == "realpath"
+		var ops []arg
 		for _, a := range args {
 			if a.run() || strings.Contains(a.pat, "proc") || strings.Contains(a.pat, "/dev/") {
 				return runValue
 			}
+			if a.isFlag() {
+				canon = canon || strings.ContainsAny(a.val[1:], "fem") && !strings.HasPrefix(a.val, "--")
+				continue
+			}
+			ops = append(ops, a)
+		}
+		// The canonical name of an absolute path is, for the checks here,
+		// that path (a system directory stays one).
+		if canon && len(ops) == 1 && ops[0].lit && strings.HasPrefix(ops[0].val, "/") {
+			return litValue(path.Clean(ops[0].val))
 		}
 		return anyValue
 	case "date":
