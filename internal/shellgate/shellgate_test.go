@@ -662,6 +662,14 @@ var allowed = []string{
 	"truncate -s 0 app.log",
 	"",
 	"# just a comment",
+	// Ordinary work the review found blocked.
+	"bash < script.sh",
+	"sh -s < ./scripts/check.sh",
+	"python3 < script.py",
+	"node --test",
+	"kill $!",
+	"sleep 30 & pid=$!; kill $pid",
+	`arr=(a b); for i in "${!arr[@]}"; do echo "$i"; done`,
 }
 
 func TestBlocked(t *testing.T) {
