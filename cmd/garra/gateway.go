@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/garraia/garra/internal/chat/chatruntime"
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/gateway"
 )
@@ -63,7 +64,7 @@ tokens, prompts, answers or chat ids in clear. Error kinds: docs/errors.md.`,
 				// Fail closed, as without any key: POST /mcp stays off.
 				log.Error("no owner key", "error", err.Error(), "fix", "make gateway.api_key_file a readable file holding the key, and set only one of api_key and api_key_file")
 			}
-			chatRT, err := startChat(cmd.Context(), cfg, o.getenv, log)
+			chatRT, err := chatruntime.Start(cmd.Context(), cfg, o.getenv, log)
 			if err != nil {
 				return err
 			}

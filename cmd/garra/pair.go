@@ -6,33 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/chat"
+	"github.com/garraia/garra/internal/chat/chatruntime"
 	"github.com/garraia/garra/internal/chat/sqlitestore"
-	"github.com/garraia/garra/internal/chat/telegram"
 	"github.com/garraia/garra/internal/config"
-	"github.com/garraia/garra/internal/redact"
 )
-
-// openChatStore opens <data_dir>/garra.db, the store `garra gateway` and
-// `garra pair` share.
-func openChatStore(ctx context.Context, cfg *config.Config) (*sqlitestore.Store, error) {
-	s, err := sqlitestore.OpenDataDir(ctx, cfg.DataDirPath(), sqlitestore.Options{
-		Allowlists: map[string][]string{chat.ChannelTelegram: cfg.Channels.Telegram.Allowlist},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("data_dir %s: %w", cfg.DataDir, err)
-	}
-	return s, nil
-}
 
 func newPairCommand(o *rootOptions) *cobra.Command {
 	cmd := &cobra.Command{
@@ -63,7 +47,7 @@ func (o *rootOptions) withStore(cmd *cobra.Command, fn func(context.Context, *co
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	s, err := openChatStore(ctx, cfg)
+	s, err := chatruntime.OpenStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -227,51 +211,4 @@ func newPairRevokeCommand(o *rootOptions) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&channel, "channel", chat.ChannelTelegram, "channel of the user")
 	return cmd
-}
-
-// chatRuntime is what `garra gateway` runs besides HTTP: the conversation
-// store and the channels that have a token.
-type chatRuntime struct {
-	Store  *sqlitestore.Store
-	Sender chat.Sender // the Telegram channel, or chat.Empty{} without a token
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-}
-
-// startChat opens <data_dir>/garra.db and starts the Telegram channel when
-// the variable named by channels.telegram.bot_token_env is set. Close stops
-// the channel and then closes the store.
-func startChat(ctx context.Context, cfg *config.Config, getenv func(string) string, log *slog.Logger) (*chatRuntime, error) {
-	store, err := openChatStore(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("chat store: %w", err)
-	}
-	log.Info("conversation store open", "path", store.Path())
-	ctx, cancel := context.WithCancel(ctx)
-	rt := &chatRuntime{Store: store, Sender: chat.Empty{}, cancel: cancel}
-	tg := cfg.Channels.Telegram
-	ch, err := telegram.New(telegram.Options{
-		Config: tg, Getenv: getenv, Store: store, Logger: log,
-		Asker:   &ask.Core{Config: cfg, Redactor: redact.Default().WithSecrets(cfg.SecretValues(getenv)...), Getenv: getenv, Retries: ask.DefaultRetries},
-		Request: ask.Request{Provider: cfg.LLM.Provider, Model: cfg.LLM.Model},
-	})
-	switch {
-	case errors.Is(err, telegram.ErrNoToken):
-		log.Info("telegram channel disabled: no bot token", "enable", "set "+tg.BotTokenEnv)
-	case err != nil:
-		cancel()
-		_ = store.Close()
-		return nil, err
-	default:
-		rt.Sender = ch
-		rt.wg.Go(func() { _ = ch.Run(ctx) })
-	}
-	return rt, nil
-}
-
-// Close stops the channels, waits for them, and closes the store.
-func (rt *chatRuntime) Close() error {
-	rt.cancel()
-	rt.wg.Wait()
-	return rt.Store.Close()
 }

@@ -2,7 +2,6 @@ package shellgate
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -10,10 +9,14 @@ import (
 
 // callCtx is one simple command about to be gated.
 type callCtx struct {
-	args    []arg
-	redirs  []*syntax.Redirect // redirections of the statement (here-documents feed stdin)
-	piped   bool               // stdin is the output of another command
-	dynTail bool               // run-time arguments will be appended (xargs)
+	args     []arg
+	redirs   []*syntax.Redirect // redirections of the statement (here-documents feed stdin)
+	piped    bool               // stdin is the output of another command
+	pipedOut bool               // stdout goes into another command
+	dynTail  bool               // run-time arguments will be appended (xargs)
+	tailRun  bool               // and they are text chosen at run time, not names from a listing
+	stmt     *syntax.Stmt       // the statement, for what it reads on stdin (nil when synthesised)
+	assigns  []*syntax.Assign   // VAR=value words before the command
 }
 
 func (cl callCtx) with(args []arg) callCtx {
@@ -47,8 +50,7 @@ func (c *checker) gateCall(cl callCtx) string {
 	}
 	if n, ok := assignPrefix(name); ok && len(cl.args) > 1 {
 		// sudo VAR=value cmd: wrappers pass leading assignments on.
-		val := arg{lit: name.lit, val: strings.TrimPrefix(name.val, n+"=")}
-		if r := c.checkVar(n, val); r != "" {
+		if r := c.checkVar(n, assignValue(name, n)); r != "" {
 			return r
 		}
 		return c.gateCall(cl.with(cl.args[1:]))
@@ -57,16 +59,44 @@ func (c *checker) gateCall(cl callCtx) string {
 	if prog == "" {
 		return ""
 	}
+	if r, ok := c.aliasCall(cl); ok {
+		return r
+	}
+	for _, body := range c.env.funcBody[name.val] {
+		if r := c.inlineCall(name.val, body, cl.args[1:]); r != "" {
+			return r
+		}
+	}
+	if loaderRe.MatchString(prog) {
+		return c.unwrapLoader(cl)
+	}
 	if nameBuiltins[prog] {
 		for _, a := range cl.args[1:] {
 			if subscriptSubst(a.val) {
 				return "command substitution in an array subscript"
 			}
 		}
+		if r := c.nameArgs(prog, cl.args); r != "" {
+			return r
+		}
 	}
 	if spec, ok := wrappers[prog]; ok {
 		return c.unwrap(prog, spec, cl)
 	}
+	if r := c.program(prog, cl); r != "" {
+		return r
+	}
+	if r := c.cwdWrite(prog, cl.args); r != "" {
+		return r
+	}
+	if r := c.contentCopy(prog, cl); r != "" {
+		return r
+	}
+	return c.runtimeArgs(prog, cl)
+}
+
+// program applies the rules for prog itself.
+func (c *checker) program(prog string, cl callCtx) string {
 	if networkPrograms[prog] {
 		return "network-capable program " + q(prog)
 	}
@@ -91,12 +121,52 @@ func (c *checker) gateCall(cl callCtx) string {
 	return c.special(prog, cl)
 }
 
+// quietPrograms never open their arguments as files or run them: a
+// run-time value passed to them cannot reach a sensitive file.
+var quietPrograms = set("echo", "printf", "test", "[", "true", "false", ":", "exit", "return",
+	"shift", "kill", "sleep", "wait", "let", "read", "local", "declare", "typeset", "export",
+	"readonly", "unset", "cd", "pushd", "popd", "set", "shopt", "jobs", "disown", "type", "hash",
+	"basename", "dirname", "seq", "expr", "umask", "ulimit", "times", "caller", "getopts", "break",
+	"continue", "mapfile", "readarray", "alias", "unalias", "trap", "eval", "tput", "usleep", "dirs")
+
+// runtimeArgs blocks run-time text (command output, read input) passed to a
+// program that may open it as a file: the gate cannot tell what it names,
+// and it could name /proc/*/environ as well as anything else.
+func (c *checker) runtimeArgs(prog string, cl callCtx) string {
+	if quietPrograms[prog] {
+		return ""
+	}
+	if prog == "date" && !hasAny(cl.args, "-f", "-r") {
+		return ""
+	}
+	for _, a := range cl.args[1:] {
+		if a.run() {
+			return fmt.Sprintf("run-time value passed to %s (it could name any file, /proc/*/environ included)", q(prog))
+		}
+	}
+	if cl.dynTail && cl.tailRun {
+		return fmt.Sprintf("run-time input passed to %s by xargs (it could name any file, /proc/*/environ included)", q(prog))
+	}
+	return ""
+}
+
 // special holds the per-program rules for builtins and ordinary tools.
 func (c *checker) special(prog string, cl callCtx) string {
 	args := cl.args
 	switch prog {
 	case "eval":
-		return c.evalArgs("eval", args[1:])
+		// eval runs in this shell: a cd in it moves the caller.
+		parts := make([]string, 0, len(args))
+		for _, a := range args[1:] {
+			if !a.lit {
+				return "non-literal code passed to eval"
+			}
+			parts = append(parts, a.val)
+		}
+		if len(parts) == 0 {
+			return ""
+		}
+		return c.nestedHere(strings.Join(parts, " "))
 	case "source", ".":
 		return sourceRule(prog, cl)
 	case "trap":
@@ -143,21 +213,21 @@ func (c *checker) special(prog string, cl callCtx) string {
 			}
 		}
 	case "rm", "unlink":
-		return rmRule(prog, cl)
+		return c.rmRule(prog, cl)
 	case "find":
 		return c.find(cl)
 	case "dd":
 		return ddRule(args)
 	case "chmod", "chown", "chgrp":
-		return permRule(prog, args)
-	case "tee", "truncate":
-		return writeOperands(prog, args)
+		return c.permRule(prog, args)
+	case "tee", "truncate", "touch", "mkdir", "rmdir", "mkfifo", "mknod":
+		return c.writeOperands(prog, args)
 	case "cp", "ln", "install", "mv":
-		return copyRule(prog, args)
+		return c.copyRule(prog, args)
 	case "sed", "gsed":
-		return sedRule(args)
+		return c.sedRule(args)
 	case "awk", "gawk", "mawk", "nawk":
-		return awkRule(args)
+		return c.awkRule(args)
 	case "ps":
 		return psRule(args)
 	case "kill":
@@ -166,29 +236,44 @@ func (c *checker) special(prog string, cl callCtx) string {
 		return c.tarRule(args)
 	case "zip":
 		for i, a := range args {
-			if a.lit && (a.val == "-TT" || strings.HasPrefix(a.val, "--unzip-command")) {
+			if !a.lit {
+				continue
+			}
+			if val, has, ok := longOpt(a.val, "unzip-command"); ok {
+				v, _, _ := optValue(args, i, val, has)
+				return c.codeArg("zip --unzip-command", v)
+			}
+			if a.val == "-TT" || strings.HasPrefix(a.val, "-TT") {
 				return c.codeValue("zip -TT", args, i, "-TT")
 			}
 		}
 	case "make", "gmake":
-		for i, a := range args {
-			if a.lit && (a.val == "-E" || strings.HasPrefix(a.val, "--eval")) {
-				return "make --eval runs inline recipes"
-			}
-			if r := programFile("make", args, i, "-f", "--file", "--makefile"); r != "" {
-				return r
-			}
-		}
+		return c.makeRule(cl)
 	case "man":
 		for i, a := range args {
-			if a.lit && (a.val == "-P" || strings.HasPrefix(a.val, "--pager")) {
+			if !a.lit {
+				continue
+			}
+			if val, has, ok := longOpt(a.val, "pager"); ok {
+				v, _, _ := optValue(args, i, val, has)
+				return c.codeArg("man --pager", v)
+			}
+			if a.val == "-P" || strings.HasPrefix(a.val, "-P") && !strings.HasPrefix(a.val, "--") {
 				return c.codeValue("man -P", args, i, "-P")
+			}
+			if _, _, ok := longOpt(a.val, "html", "h"); ok || strings.HasPrefix(a.val, "-H") {
+				return "man --html runs a web browser"
 			}
 		}
 	case "journalctl":
 		for _, a := range args[1:] {
-			if a.lit && (strings.HasPrefix(a.val, "--vacuum") || a.val == "--rotate" || a.val == "--flush" || a.val == "--relinquish-var" || a.val == "--setup-keys") {
-				return "mutating journalctl option " + q(a.val)
+			if !a.lit {
+				continue
+			}
+			for _, o := range []string{"vacuum-size", "vacuum-time", "vacuum-files", "rotate", "flush", "relinquish-var", "setup-keys", "sync"} {
+				if _, _, ok := longOpt(a.val, o); ok && len(a.val) > 3 {
+					return "mutating journalctl option " + q(a.val)
+				}
 			}
 		}
 	case "getent":
@@ -197,21 +282,68 @@ func (c *checker) special(prog string, cl callCtx) string {
 		}
 	case "split":
 		for i, a := range args {
-			if a.lit && strings.HasPrefix(a.val, "--filter") {
-				return c.codeValue("split --filter", args, i, "--filter")
+			if val, has, ok := longOpt(a.val, "filter"); a.lit && ok {
+				v, _, _ := optValue(args, i, val, has)
+				return c.codeArg("split --filter", v)
 			}
 		}
 	case "sort":
 		for i, a := range args {
-			if a.lit && strings.HasPrefix(a.val, "--compress-program") {
-				return c.codeValue("sort --compress-program", args, i, "--compress-program")
+			if val, has, ok := longOpt(a.val, "compress-program"); a.lit && ok {
+				v, _, _ := optValue(args, i, val, has)
+				return c.codeArg("sort --compress-program", v)
+			}
+			if val, has, ok := longOpt(a.val, "output"); a.lit && (ok || a.val == "-o") {
+				if v, _, found := optValue(args, i, val, has); found {
+					if r := c.write(v, "sort -o"); r != "" {
+						return r
+					}
+				}
+			}
+		}
+	case "less", "more", "most":
+		return lessRule(prog, args)
+	case "rg", "ripgrep":
+		return c.rgRule(args)
+	case "go":
+		return c.goRule(args)
+	case "cargo":
+		if r := cargoRule(args); r != "" {
+			return r
+		}
+	case "apt", "apt-get", "aptitude":
+		if r := aptRule(prog, args); r != "" {
+			return r
+		}
+	case "dpkg":
+		if r := dpkgRule(args); r != "" {
+			return r
+		}
+	case "rpm", "rpmspec", "rpmbuild":
+		for _, a := range args[1:] {
+			if _, _, ok := longOpt(a.val, "eval"); a.lit && (ok || a.val == "-E" || strings.HasPrefix(a.val, "-E")) {
+				return "rpm --eval runs macros, which can run shell commands"
+			}
+		}
+	case "nodemon":
+		for i, a := range args {
+			if val, has, ok := longOpt(a.val, "exec"); a.lit && (ok || a.val == "-x") {
+				v, _, _ := optValue(args, i, val, has)
+				return c.codeArg("nodemon --exec", v)
 			}
 		}
 	case "vim", "vi", "nvim", "view", "gvim", "rvim", "vimdiff", "ex", "nex":
 		return editorRule(prog, cl)
 	case "emacs", "emacsclient":
 		for _, a := range args[1:] {
-			if a.lit && (strings.HasPrefix(a.val, "--eval") || a.val == "-eval" || a.val == "--execute" || a.val == "-execute" || a.val == "-f" || strings.HasPrefix(a.val, "--funcall")) {
+			if !a.lit {
+				continue
+			}
+			v := a.val
+			if strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "--") && len(v) > 2 {
+				v = "-" + v // -eval is --eval
+			}
+			if _, _, ok := longOptIn(v, "eval", "execute", "funcall"); ok || a.val == "-f" {
 				return "inline Emacs Lisp (" + q(a.val) + ")"
 			}
 		}
@@ -227,9 +359,13 @@ func (c *checker) special(prog string, cl callCtx) string {
 		return sysRule(prog, args)
 	case "bun":
 		for _, a := range args[1:] {
-			if a.lit && (a.val == "-e" || a.val == "-p" || strings.HasPrefix(a.val, "--eval") || strings.HasPrefix(a.val, "--print")) {
+			if _, _, ok := longOptIn(a.val, "eval", "print"); a.lit && (ok || a.val == "-e" || a.val == "-p") {
 				return "inline JavaScript code (bun " + q(a.val) + ")"
 			}
+		}
+	case "npm", "pnpm", "yarn":
+		if r := c.npmRule(prog, cl); r != "" {
+			return r
 		}
 	case "docker-compose", "podman-compose":
 		return c.subcommands("docker-compose", cl)
@@ -241,6 +377,63 @@ func (c *checker) special(prog string, cl callCtx) string {
 var nameBuiltins = set("read", "printf", "unset", "test", "[", "declare", "typeset", "local",
 	"export", "readonly", "mapfile", "readarray", "wait", "getopts", "let")
 
+// nameArgs checks the variable names a builtin takes: their subscripts
+// are evaluated, and a name with the integer attribute evaluates the value
+// read into it.
+func (c *checker) nameArgs(prog string, args []arg) string {
+	var names []arg
+	switch prog {
+	case "unset", "export", "readonly", "local", "declare", "typeset":
+		for _, a := range args[1:] {
+			if !a.isFlag() {
+				names = append(names, a)
+			}
+		}
+	case "read":
+		for _, n := range optOperands(args[1:], "adinNptu") {
+			names = append(names, litArg(n))
+		}
+		for i, a := range args[1:] {
+			if !a.isFlag() && !a.lit && (i == 0 || !args[i].isFlag()) {
+				names = append(names, a)
+			}
+		}
+		if v := shortOptValue(args[1:], "adinNptu", 'a'); v != "" {
+			names = append(names, litArg(v))
+		}
+	case "printf":
+		if len(args) > 1 && args[1].lit && args[1].val == "-v" && len(args) > 2 {
+			names = append(names, args[2])
+		} else if len(args) > 1 && args[1].lit && strings.HasPrefix(args[1].val, "-v") {
+			names = append(names, litArg(args[1].val[2:]))
+		}
+	case "test", "[":
+		for i, a := range args[1:] {
+			if a.lit && (a.val == "-v" || a.val == "-R") && i+2 < len(args) {
+				names = append(names, args[i+2])
+			}
+		}
+	case "wait", "getopts", "mapfile", "readarray":
+		if len(args) > 2 {
+			names = append(names, args[len(args)-1])
+		}
+	}
+	for _, n := range names {
+		if r := c.subscriptName(n); r != "" {
+			return r
+		}
+	}
+	if prog == "read" || prog == "mapfile" || prog == "readarray" {
+		for _, n := range names {
+			base, _, _ := strings.Cut(n.val, "[")
+			if vi := c.env.vars[base]; vi != nil && vi.integer {
+				return "read into an integer variable evaluates the input as arithmetic"
+			}
+		}
+	}
+	return ""
+}
+
 // programFile blocks a program file option (awk -f, sed -f, make -f) whose
 // value is really stdin or a process substitution: that is inline code.
 func programFile(prog string, args []arg, i int, short string, long ...string) string {
@@ -250,7 +443,7 @@ func programFile(prog string, args []arg, i int, short string, long ...string) s
 	}
 	var val arg
 	switch {
-	case a.val == short || slices.Contains(long, a.val):
+	case a.val == short:
 		if i+1 >= len(args) {
 			return ""
 		}
@@ -259,8 +452,9 @@ func programFile(prog string, args []arg, i int, short string, long ...string) s
 		val = litArg(a.val[len(short):])
 	default:
 		for _, l := range long {
-			if strings.HasPrefix(a.val, l+"=") {
-				val = litArg(a.val[len(l)+1:])
+			if v, has, ok := longOpt(a.val, strings.TrimPrefix(l, "--")); ok {
+				val, _, _ = optValue(args, i, v, has)
+				break
 			}
 		}
 	}
@@ -364,10 +558,19 @@ func (c *checker) alias(args []arg) string {
 		if !a.lit {
 			return "non-literal alias"
 		}
-		if _, v, ok := strings.Cut(a.val, "="); ok {
+		if name, v, ok := strings.Cut(a.val, "="); ok {
 			if r := c.nested(v); r != "" {
 				return r
 			}
+			// Later calls of the alias are judged as what it expands to.
+			words, err := splitWords(v)
+			if err != nil || len(words) == 0 {
+				return "alias that is not a simple command"
+			}
+			if c.env.aliases == nil {
+				c.env.aliases = map[string][]arg{}
+			}
+			c.env.aliases[name] = words
 		}
 	}
 	return ""

@@ -18,9 +18,9 @@
 // nested bash -c strings are all looked through.
 //
 // This is a seatbelt, not a sandbox. It is a deny list over a Turing-complete
-// language: interpreter script files (bash payload.sh, python3 tool.py),
-// programs it has never heard of and sufficiently creative encodings will get
-// past it. Real containment is the container or pod the bash tool runs in
+// language: interpreter script files (bash payload.sh, bash < payload.sh,
+// python3 tool.py), programs it has never heard of and sufficiently creative
+// encodings will get past it. Real containment is the container or pod the bash tool runs in
 // (no network, dropped capabilities, only the working directory mounted);
 // the gate only stops the obvious and the careless before they reach it.
 //
@@ -51,6 +51,32 @@
 //   - Writes (redirections, tee, cp, mv, ln, install, sed -i, truncate) into
 //     system directories, block devices, .git, ~/.ssh and shell start-up
 //     files are blocked.
+//   - Words are judged by what they may expand to. Assignments, loops,
+//     reads and command substitutions are followed through the script:
+//     text it spells out keeps its pattern, integers and names printed by
+//     programs such as pwd, mktemp, git rev-parse or find . stay harmless,
+//     and anything else a program prints or a read receives is run-time
+//     text. A path pattern is sensitive when it could match
+//     /proc/*/environ, /proc/*/mem, another process's fds, /run/secrets or
+//     a write into a system directory or .git, in any glob, brace,
+//     variable or symlink-alias spelling. Run-time text may not be passed
+//     to a program that could open it as a file, nor be a redirection
+//     target, nor be evaluated by arithmetic (a[$(…)] subscripts run code).
+//   - The working directory is followed through cd, pushd and popd, so
+//     relative writes are judged where they land; after a cd to a run-time
+//     path they are blocked.
+//   - Options that carry code are recognised in every abbreviation their
+//     parsers accept (tar --to-c, make --ev, git clone --upload-p), and
+//     variables that carry options (NODE_OPTIONS, TAR_OPTIONS, MAKEFLAGS,
+//     npm_config_*) are judged as the tool's command line.
+//   - A program keeps its rules under another name: copying or linking it
+//     to a name classified differently, writing its file's content
+//     elsewhere, exec -a and the dynamic loader are refused or looked
+//     through; aliases are expanded and functions are judged at their calls
+//     with the caller's arguments.
+//   - Fork bombs: recursive functions (also through eval and sh -c in
+//     their bodies), and endless or huge loops that start background jobs
+//     without waiting.
 //   - Network clients are blocked by name, including cloud and database
 //     CLIs; git clone/fetch/pull and package installs are not, as they are
 //     part of ordinary development and the sandbox has no network anyway.

@@ -20,6 +20,14 @@ func FuzzCheck(f *testing.F) {
 	for _, cmd := range allowed {
 		f.Add(cmd)
 	}
+	for _, fam := range families {
+		for _, tc := range fam.blocked {
+			f.Add(tc.cmd)
+		}
+		for _, cmd := range fam.allowed {
+			f.Add(cmd)
+		}
+	}
 	for _, s := range []string{
 		"$'\\x", "$'\\u12345678'", "${!}", "${!a[@]}", "a[", "{", "}", "{{a,b},c}", "`", "$(", "<(", "<<",
 		"cat <<-E\n\tx\n\tE", "x=(", "((a[$(b)]))", "case", "rm -rf \\", "\\\n", "~", "~root/x", "-",

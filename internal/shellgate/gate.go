@@ -2,7 +2,6 @@ package shellgate
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -50,24 +49,61 @@ func decide(command string) Decision {
 	if len(command) > maxInput {
 		return Decision{Reason: "command too long to analyse"}
 	}
-	c := &checker{budget: &budget{steps: maxSteps, bytes: maxParsed}}
-	if r := c.script(command); r != "" {
-		return Decision{Reason: r}
+	e := newEnv()
+	for pass := 0; pass < maxPasses; pass++ {
+		e.stale = false
+		e.memo = map[*syntax.CmdSubst]value{}
+		e.arithMemo = map[string]string{}
+		c := &checker{budget: &budget{steps: maxSteps, bytes: maxParsed}, env: e, cwd: []string{"."}}
+		if r := c.script(command); r != "" {
+			return Decision{Reason: r}
+		}
+		if !e.stale {
+			return Decision{Allowed: true}
+		}
 	}
-	return Decision{Allowed: true}
+	return Decision{Reason: "command too complex to analyse"}
 }
+
+// maxPasses bounds how often a script is judged again because nested code
+// assigned a variable that an earlier part had already read.
+const maxPasses = 3
 
 // checker walks one parsed script. Nested scripts (bash -c '…', eval, here-
 // documents fed to a shell) get a child checker sharing the budget.
 type checker struct {
 	depth   int
 	budget  *budget
-	piped   map[*syntax.Stmt]bool // statements whose stdin is a pipe
-	sawProc bool                  // some earlier word mentioned "proc" (cd /proc/self; cat environ)
+	piped   map[*syntax.Stmt]bool         // statements whose stdin is a pipe
+	pipeOut map[*syntax.Stmt]bool         // statements whose stdout is a pipe
+	pipeTo  map[*syntax.Stmt]*syntax.Stmt // the statement reading a pipe's output
+	sawProc bool                          // some earlier word mentioned "proc" (cd /proc/self; cat environ)
 	reason  string
 	// arithDone holds arithmetic nodes already scanned as part of an
 	// enclosing one, so nesting costs linear rather than quadratic time.
 	arithDone map[syntax.Node]bool
+
+	env        *env     // what the script assigns (values.go); nil for context-free resolution
+	valueDepth int      // nesting of values being computed
+	funcStack  []string // functions whose body is being walked
+	pos        *varInfo // positional parameters of nested code (bash -c CODE ARGS…)
+	stdin      *value   // what nested code reads on standard input
+
+	// The working directories the script may be in at the point walked,
+	// relative to where it started ("." until a cd), and the frames that
+	// restore or merge them when a subshell, branch or loop ends.
+	cwd      []string
+	oldCwd   []string
+	dirStack [][]string
+	frames   []frame
+	// progFiles are files the script made copies of gated programs under
+	// their own name; copying them again is copying the program.
+	progFiles map[string]string
+	// Function calls judged with the caller's arguments (names.go).
+	inlining int   // depth of function bodies and aliases being followed
+	posArgs  []arg // the caller's arguments, for "$@" and $1…
+	inPos    bool  // posArgs holds them
+	inlined  bool  // the last call was followed into a function body
 }
 
 // budget is the work one Check may still do; running out blocks.
@@ -93,18 +129,48 @@ func (c *checker) script(src string) string {
 	return c.file(f)
 }
 
-// nested gates a string that a shell will run as code.
+// nested gates a string that a shell will run as code, in a new process
+// that starts in the current directory.
 func (c *checker) nested(src string) string {
-	child := &checker{depth: c.depth + 1, budget: c.budget, sawProc: c.sawProc}
-	return child.script(src)
+	return c.child().script(src)
+}
+
+// nestedHere gates code run by this very shell (eval): its directory
+// changes persist.
+func (c *checker) nestedHere(src string) string {
+	child := c.child()
+	r := child.script(src)
+	c.cwd, c.oldCwd = child.cwd, child.oldCwd
+	return r
+}
+
+func (c *checker) child() *checker {
+	return &checker{depth: c.depth + 1, budget: c.budget, sawProc: c.sawProc, env: c.env,
+		cwd: c.cwd, oldCwd: c.oldCwd, progFiles: c.progFiles, funcStack: c.funcStack, pos: c.pos,
+		inlining: c.inlining}
 }
 
 func (c *checker) file(f *syntax.File) string {
 	if r := forkBomb(f); r != "" {
 		return r
 	}
+	if c.env == nil {
+		c.env = newEnv()
+	}
+	if len(c.cwd) == 0 {
+		c.cwd = []string{"."}
+	}
+	c.collect(f)
+	// Verdicts reached while assignments were still being collected may
+	// rest on part of them.
+	c.env.arithMemo = map[string]string{}
 	c.piped = map[*syntax.Stmt]bool{}
+	c.pipeOut = map[*syntax.Stmt]bool{}
+	c.pipeTo = map[*syntax.Stmt]*syntax.Stmt{}
 	c.arithDone = map[syntax.Node]bool{}
+	if c.frames == nil {
+		c.frames = make([]frame, 0, 32)
+	}
 	syntax.Walk(f, c.visit)
 	return c.reason
 }
@@ -113,18 +179,41 @@ func (c *checker) file(f *syntax.File) string {
 // the insides of subshells, blocks, functions, loops, command and process
 // substitutions, here-documents and arithmetic.
 func (c *checker) visit(n syntax.Node) bool {
+	if n == nil {
+		c.leave()
+		return true
+	}
 	if c.reason != "" {
 		return false
 	}
+	c.enter(n)
 	var r string
 	switch n := n.(type) {
 	case *syntax.Stmt:
 		if call, ok := n.Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 {
-			r = c.gateCall(callCtx{args: resolveAll(call.Args), redirs: n.Redirs, piped: c.piped[n]})
+			args := c.resolveAll(call.Args)
+			if c.inPos {
+				args = c.expandPositional(call.Args)
+			}
+			c.inlined = false
+			r = c.gateCall(callCtx{args: args, redirs: n.Redirs, piped: c.piped[n],
+				pipedOut: c.pipeOut[n], stmt: n, assigns: call.Assigns})
+			if r == "" {
+				c.afterCall(n)
+			}
 		}
 	case *syntax.BinaryCmd:
 		if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
 			c.piped[leftmost(n.Y)] = true
+			c.pipeOut[rightmost(n.X)] = true
+			c.pipeTo[rightmost(n.X)] = leftmost(n.Y)
+		}
+	case *syntax.FuncDecl:
+		if n.Name != nil && c.env.funcArgs[n.Name.Value] != nil && !c.inPos {
+			// Called where the gate sees it: the body is judged at each
+			// call, with the caller's arguments (names.go).
+			c.leave()
+			return false
 		}
 	case *syntax.Word:
 		r = c.word(n)
@@ -132,27 +221,82 @@ func (c *checker) visit(n syntax.Node) bool {
 		r = c.redirect(n)
 	case *syntax.ParamExp:
 		switch {
+		case n.Excl && n.Index != nil && isAllIndex(n.Index):
+			// ${!a[@]} lists the keys of an array.
 		case n.Excl || n.Names != 0:
 			r = "variable indirection ${!…} can dump the environment"
 		case n.Exp != nil && n.Exp.Op == syntax.OtherParamOps && n.Exp.Word != nil &&
 			strings.Contains(resolve(n.Exp.Word).pat, "P"):
 			// ${x@P} expands x as a prompt, running any $(…) it holds.
 			r = "prompt expansion ${x@P} runs command substitutions"
+		default:
+			r = c.paramArith(n, 0)
 		}
 	case *syntax.Assign:
 		r = c.assign(n)
+	case *syntax.ArrayElem:
+		if n.Index != nil {
+			r = c.arithRun(n.Index)
+		}
 	case *syntax.DeclClause:
 		r = c.decl(n)
 	case *syntax.ArithmCmd, *syntax.ArithmExp, *syntax.LetClause, *syntax.CStyleLoop, *syntax.TestClause:
 		if !c.arithDone[n] {
 			r = c.arithmSubst(n)
 		}
+		// Judged when it ends, so that a command inside is named first.
+		c.frames[len(c.frames)-1].post = n
 	}
 	if r != "" {
 		c.reason = r
+		c.leave()
 		return false
 	}
 	return true
+}
+
+// isAllIndex reports the subscript [@] or [*].
+func isAllIndex(x syntax.ArithmExpr) bool {
+	w, ok := x.(*syntax.Word)
+	if !ok || len(w.Parts) != 1 {
+		return false
+	}
+	l, ok := w.Parts[0].(*syntax.Lit)
+	return ok && (l.Value == "@" || l.Value == "*")
+}
+
+// rightmost finds the statement whose output a pipe carries.
+func rightmost(s *syntax.Stmt) *syntax.Stmt {
+	for {
+		b, ok := s.Cmd.(*syntax.BinaryCmd)
+		if !ok || (b.Op != syntax.Pipe && b.Op != syntax.PipeAll) {
+			return s
+		}
+		s = b.Y
+	}
+}
+
+// arithNode checks the expressions of one arithmetic construct.
+func (c *checker) arithNode(n syntax.Node) string {
+	var xs []syntax.ArithmExpr
+	switch n := n.(type) {
+	case *syntax.ArithmCmd:
+		xs = append(xs, n.X)
+	case *syntax.ArithmExp:
+		xs = append(xs, n.X)
+	case *syntax.LetClause:
+		xs = append(xs, n.Exprs...)
+	case *syntax.CStyleLoop:
+		xs = append(xs, n.Init, n.Cond, n.Post)
+	case *syntax.TestClause:
+		return c.testArith(n.X)
+	}
+	for _, x := range xs {
+		if r := c.arithRun(x); r != "" {
+			return r
+		}
+	}
+	return ""
 }
 
 // leftmost finds the statement that actually receives a pipe's input.
@@ -168,12 +312,17 @@ func leftmost(s *syntax.Stmt) *syntax.Stmt {
 
 // word applies the rules that hold for a word wherever it appears.
 func (c *checker) word(w *syntax.Word) string {
-	a := resolve(w)
+	a := c.resolve(w)
 	if strings.Contains(a.pat, "proc") {
 		c.sawProc = true
 	}
 	if environPath(a.pat, c.sawProc) {
 		return "read of /proc/*/environ"
+	}
+	for _, p := range c.inCwd(a.pat) {
+		if r := sensitiveRead(p); r != "" {
+			return r
+		}
 	}
 	if devNet(a.pat, false) {
 		return "network access via /dev/tcp or /dev/udp"
@@ -222,19 +371,26 @@ func (c *checker) redirect(r *syntax.Redirect) string {
 	if r.Word == nil || r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc || r.Op == syntax.WordHdoc {
 		return ""
 	}
-	a := resolve(r.Word)
+	a := c.resolve(r.Word)
 	if devNet(a.pat, true) {
 		return "network access via /dev/tcp or /dev/udp"
 	}
 	switch r.Op {
 	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll,
 		syntax.RdrAllClob, syntax.AppAll, syntax.AppAllClob, syntax.RdrInOut:
-		return protectedWrite(a, "redirection")
+		return c.write(a, "redirection")
 	case syntax.DplOut:
-		if a.lit && (isDigits(a.val) || a.val == "-") {
+		if a.lit && (isDigits(a.val) || a.val == "-") || a.numeric {
 			return ""
 		}
-		return protectedWrite(a, "redirection")
+		return c.write(a, "redirection")
+	case syntax.RdrIn, syntax.DplIn:
+		if a.numeric || a.lit && a.val == "-" {
+			return ""
+		}
+		if a.run() {
+			return "input read from a run-time path (it could name any file, /proc/*/environ included)"
+		}
 	}
 	return ""
 }
@@ -246,23 +402,50 @@ func (c *checker) assign(as *syntax.Assign) string {
 	}
 	var val arg
 	if as.Value != nil {
-		val = resolve(as.Value)
+		val = c.resolve(as.Value)
 	} else {
 		val = arg{lit: true}
+	}
+	if as.Index != nil && !c.isAssoc(as.Name) {
+		if r := c.arithRun(as.Index); r != "" {
+			return r
+		}
+	}
+	if vi := c.env.vars[as.Name.Value]; vi != nil && vi.integer && as.Value != nil {
+		// declare -i x: every assignment is evaluated as arithmetic.
+		if r := c.arithValue(argValue(val), 0); r != "" {
+			return r
+		}
 	}
 	return c.checkVar(as.Name.Value, val)
 }
 
 // checkVar applies the rules for assigning val to a variable named name.
 func (c *checker) checkVar(name string, val arg) string {
-	switch codeVars[name] {
+	kind := codeVars[name]
+	switch {
+	case strings.HasPrefix(name, "BASH_FUNC_"):
+		return "function exported through the environment (" + clip(name, maxNameLen) + ")"
+	case strings.HasSuffix(name, "_RUNNER") || strings.HasSuffix(name, "_WRAPPER"):
+		kind = varCommand // CARGO_TARGET_…_RUNNER, RUSTC_WRAPPER
+	case name == "GIT_DIR" || name == "GIT_COMMON_DIR":
+		// A git directory elsewhere brings its own config, hooks and aliases.
+		if !val.lit || !strings.HasSuffix(strings.TrimRight(val.val, "/"), ".git") {
+			return "git directory outside .git (" + name + "); its config can run programs"
+		}
+	}
+	if r, ok := c.carrierVar(name, val); ok {
+		return r
+	}
+	switch kind {
 	case varBlock:
 		return fmt.Sprintf("assignment to %s can run code", clip(name, maxNameLen))
 	case varCommand:
-		if !val.lit {
+		text, ok := varText(val)
+		if !ok {
 			return fmt.Sprintf("non-literal command in %s", clip(name, maxNameLen))
 		}
-		if r := c.nested(val.val); r != "" {
+		if r := c.nested(text); r != "" {
 			return r
 		}
 	case varPrompt:
@@ -285,7 +468,7 @@ func (c *checker) decl(d *syntax.DeclClause) string {
 		case as.Name != nil:
 			names = append(names, as.Name.Value)
 		case as.Value != nil:
-			a := resolve(as.Value)
+			a := c.resolve(as.Value)
 			if !a.lit {
 				return fmt.Sprintf("non-literal %s argument", d.Variant.Value)
 			}
@@ -328,69 +511,6 @@ func declRule(variant string, opts []string, hasNames bool) string {
 		what += " " + opts[0]
 	}
 	return fmt.Sprintf("environment dump (%s)", clip(what, maxNameLen))
-}
-
-// forkBomb blocks functions that call themselves, directly or through
-// each other: the shape of :(){ :|:& };: and its disguises.
-func forkBomb(f *syntax.File) string {
-	calls := map[string][]string{}
-	collectCalls(f, "", calls)
-	// Depth-first search for a cycle; state 1 = on the stack, 2 = done.
-	state := map[string]int{}
-	var cycle func(string) bool
-	cycle = func(fn string) bool {
-		switch state[fn] {
-		case 1:
-			return true
-		case 2:
-			return false
-		}
-		state[fn] = 1
-		for _, callee := range calls[fn] {
-			if _, isFunc := calls[callee]; isFunc && cycle(callee) {
-				return true
-			}
-		}
-		state[fn] = 2
-		return false
-	}
-	names := make([]string, 0, len(calls))
-	for fn := range calls {
-		names = append(names, fn)
-	}
-	sort.Strings(names) // deterministic reason
-	for _, fn := range names {
-		if cycle(fn) {
-			return fmt.Sprintf("fork bomb (recursive function %q)", clip(fn, maxNameLen))
-		}
-	}
-	return ""
-}
-
-// collectCalls records, for each function, the commands its body calls.
-// Each node is visited once, however deeply functions are nested.
-func collectCalls(n syntax.Node, fn string, calls map[string][]string) {
-	syntax.Walk(n, func(m syntax.Node) bool {
-		switch m := m.(type) {
-		case *syntax.FuncDecl:
-			if m.Name == nil {
-				return true
-			}
-			name := m.Name.Value
-			if _, ok := calls[name]; !ok {
-				calls[name] = nil
-			}
-			collectCalls(m.Body, name, calls)
-			return false
-		case *syntax.CallExpr:
-			if fn != "" && len(m.Args) > 0 {
-				if a := resolve(m.Args[0]); a.lit {
-					calls[fn] = append(calls[fn], a.val)
-				}
-			}
-		}
-		return true
-	})
 }
 
 // subscriptSubst reports a variable name whose array subscript holds a

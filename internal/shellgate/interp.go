@@ -59,7 +59,16 @@ func (c *checker) shell(prog string, cl callCtx) string {
 			}
 			return ""
 		}
-		return c.codeArg(prog+" -c", ops[0])
+		if !ops[0].lit {
+			return "non-literal code passed to " + prog + " -c"
+		}
+		// bash -c CODE NAME ARGS…: ARGS are the code's positional parameters.
+		child := c.child()
+		child.pos = &varInfo{}
+		for _, a := range ops[min(2, len(ops)):] {
+			child.pos.add(argValue(a))
+		}
+		return child.script(ops[0].val)
 	}
 	if len(ops) == 0 || stdin {
 		if info && !stdin {
@@ -85,6 +94,9 @@ func scriptOperand(prog string, s arg) string {
 
 // stdinProgram decides on an interpreter whose program arrives on stdin.
 func (c *checker) stdinProgram(prog string, cl callCtx, isShell bool) string {
+	if cl.dynTail {
+		return "run-time arguments (xargs) to " + q(prog) + " could be inline code"
+	}
 	var in *syntax.Redirect
 	for _, r := range cl.redirs {
 		if r.N != nil && r.N.Value != "0" {
@@ -105,7 +117,18 @@ func (c *checker) stdinProgram(prog string, cl callCtx, isShell bool) string {
 		if in.Op == syntax.Hdoc || in.Op == syntax.DashHdoc || in.Op == syntax.WordHdoc {
 			return "non-literal here-document fed to " + q(prog)
 		}
+		if in.Op == syntax.RdrIn {
+			// bash < build.sh is bash build.sh: a script file.
+			f := c.resolve(in.Word)
+			if f.procSubst || f.run() || f.lit && stdinPath(f.val) {
+				return "interpreter " + q(prog) + " reading code from stdin"
+			}
+			if f.pat != "" {
+				return ""
+			}
+		}
 	}
+
 	if cl.piped && in == nil {
 		if isShell {
 			return "pipe into shell " + q(prog)
@@ -192,13 +215,26 @@ func (c *checker) interpreter(lang, prog string, cl callCtx) string {
 			return scriptOperand(prog, a)
 		}
 		if strings.HasPrefix(v, "--") {
-			name, _, hasValue := strings.Cut(v, "=")
+			name, _, _ := strings.Cut(v, "=")
+			if _, _, ok := longOptIn(v, "eval", "print"); ok {
+				return "inline " + lang + " code (" + clip(prog, maxNameLen) + " " + clip(name, 20) + ")"
+			}
+			if val, has, ok := longOptIn(v, "require", "import", "loader", "experimental-loader"); ok && lang == "node" {
+				mod, next, _ := optValue(args, i, val, has)
+				if r := nodeModule(prog, mod); r != "" {
+					return r
+				}
+				if next {
+					i++
+				}
+				continue
+			}
 			switch {
-			case name == "--eval" || name == "--print":
-				return "inline " + lang + " code (" + clip(prog, maxNameLen) + " " + name + ")"
 			case name == "--version" || name == "--help":
 				info = true
-			case !hasValue && (name == "--require" || name == "--import" || name == "--loader" || name == "--experimental-loader" || name == "--check-hash-based-pycs"):
+			case lang == "node" && (name == "--test" || name == "--run" || name == "--v8-options" || name == "--completion-bash"):
+				info = true // runs the project's tests or scripts, not stdin
+			case !strings.Contains(v, "=") && name == "--check-hash-based-pycs":
 				i++
 			}
 			continue
@@ -219,7 +255,38 @@ func (c *checker) interpreter(lang, prog string, cl callCtx) string {
 				if pythonModules[strings.ToLower(mod)] {
 					return "python module " + q(mod) + " runs a server or inline code"
 				}
+				if pythonRunners[mod] {
+					// python -m cProfile -m http.server: the rest is python's
+					// own command line again.
+					rest := i + 1
+					if v[j+1:] == "" {
+						rest++
+					}
+					return c.interpreter(lang, prog, cl.with(append([]arg{args[0]}, args[min(rest, len(args)):]...)))
+				}
 				return ""
+			case ch == 'r' && lang == "node":
+				mod := litArg(v[j+1:])
+				if mod.val == "" {
+					if i+1 >= len(args) {
+						return ""
+					}
+					i++
+					mod = args[i]
+				}
+				if r := nodeModule(prog, mod); r != "" {
+					return r
+				}
+				j = len(v)
+			case (ch == 'M' || ch == 'm' || ch == 'd') && lang == "perl":
+				mod := v[j+1:]
+				if ch == 'd' {
+					_, mod, _ = strings.Cut(mod, ":")
+				}
+				if r := perlModule(prog, mod); r != "" {
+					return r
+				}
+				j = len(v)
 			case ch == 'f' && lang == "php":
 				return "" // -f script file
 			case strings.IndexByte(restOrNext, ch) >= 0:
@@ -236,7 +303,13 @@ func (c *checker) interpreter(lang, prog string, cl callCtx) string {
 				}
 				j = len(v)
 			case strings.IndexByte(digits, ch) >= 0:
-				for j+1 < len(v) && isHex(v[j+1]) {
+				// -l and -0 take octal digits, -0x hexadecimal ones.
+				isDigit := func(b byte) bool { return b >= '0' && b <= '7' }
+				if ch == '0' && j+1 < len(v) && (v[j+1] == 'x' || v[j+1] == 'X') {
+					j++
+					isDigit = isHex
+				}
+				for j+1 < len(v) && isDigit(v[j+1]) {
 					j++
 				}
 			case ch == 'V' || ch == 'v' || ch == 'h':
@@ -284,9 +357,10 @@ func (c *checker) otherInterpreter(prog string, spec interpSpec, cl callCtx) str
 
 // awk is allowed unless its program can run commands, talk to the network
 // or read the environment.
-func awkRule(args []arg) string {
+func (c *checker) awkRule(args []arg) string {
 	program := -1
-	hasFile := false
+	hasFile, inPlace := false, false
+	var files []arg
 	for i := 1; i < len(args); i++ {
 		a := args[i]
 		if r := programFile("awk", args, i, "-f", "--file", "--exec", "--include"); r != "" {
@@ -305,30 +379,33 @@ func awkRule(args []arg) string {
 				program = i + 1
 			}
 			i = len(args)
-		case v == "-f" || v == "--file" || v == "-E" || v == "--exec" || v == "-i" || v == "--include":
-			hasFile = true
-			i++
-		case strings.HasPrefix(v, "--file=") || strings.HasPrefix(v, "--exec=") || strings.HasPrefix(v, "--include="):
-			hasFile = true
-		case v == "-l" || strings.HasPrefix(v, "--load"):
+		case v == "-l" || strings.HasPrefix(v, "-l") && !strings.HasPrefix(v, "--") || isLongOf(v, "load"):
 			return "awk extension load (" + clip(v, 10) + ")"
-		case v == "-e" || v == "--source":
-			if i+1 < len(args) {
-				if !args[i+1].lit {
+		case v == "-i" && i+1 < len(args) && args[i+1].val == "inplace" || isLongOf(v, "include") && strings.HasSuffix(v, "=inplace"):
+			inPlace = true
+			if !strings.Contains(v, "=") {
+				i++
+			}
+		case v == "-e" || isLongOf(v, "source"):
+			val, has, _ := longOpt(v, "source")
+			if p, next, ok := optValue(args, i, val, has); ok {
+				if !p.lit {
 					return "non-literal awk program"
 				}
-				if r := awkRisk(args[i+1].val); r != "" {
+				if r := c.awkRisk(p.val); r != "" {
 					return r
+				}
+				if next {
+					i++
 				}
 			}
 			hasFile = true
-			i++
-		case strings.HasPrefix(v, "--source="):
-			if r := awkRisk(strings.TrimPrefix(v, "--source=")); r != "" {
-				return r
-			}
+		case v == "-f" || v == "-E" || v == "-i" || isLongOf(v, "file") || isLongOf(v, "exec") || isLongOf(v, "include"):
 			hasFile = true
-		case v == "-v" || v == "-F" || v == "--assign" || v == "--field-separator":
+			if !strings.Contains(v, "=") {
+				i++
+			}
+		case v == "-v" || v == "-F" || !strings.Contains(v, "=") && (isLongOf(v, "assign") || isLongOf(v, "field-separator")):
 			i++
 		case strings.HasPrefix(v, "-") && len(v) > 1:
 			if strings.HasPrefix(v, "-f") && !strings.HasPrefix(v, "--") {
@@ -337,7 +414,15 @@ func awkRule(args []arg) string {
 		default:
 			if program < 0 && !hasFile {
 				program = i
-				i = len(args)
+				continue
+			}
+			files = append(files, a)
+		}
+	}
+	if inPlace {
+		for _, f := range files {
+			if r := c.write(f, "awk -i inplace"); r != "" {
+				return r
 			}
 		}
 	}
@@ -345,7 +430,7 @@ func awkRule(args []arg) string {
 		if !args[program].lit {
 			return "non-literal awk program"
 		}
-		return awkRisk(args[program].val)
+		return c.awkRisk(args[program].val)
 	}
 	return ""
 }
@@ -355,9 +440,13 @@ var (
 	awkSystemRe = regexp.MustCompile(`\bsystem\s*\(`)
 	awkGetRe    = regexp.MustCompile(`\|\s*&?\s*getline|\|&`)
 	awkPrintRe  = regexp.MustCompile(`\bprintf?\b[^;{}\n]*[^|]\|[^|]`)
+	// getline from a file whose name is not a single string literal.
+	awkReadRe = regexp.MustCompile(`\bgetline\b\s*[A-Za-z_$][A-Za-z0-9_\[\]$]*?\s*<\s*[^"\s]|\bgetline\s*<\s*[^"\s]|\bgetline\b[^;{}\n]*<\s*""\s*[^\s;})]`)
+	// The target of print > and print >>, literal strings kept.
+	awkRedirRe = regexp.MustCompile(`\bprintf?\b(?:[^;{}\n">]|"(?:\\.|[^"\\])*")*>>?\s*("(?:\\.|[^"\\])*"|[^;{}\n]*)`)
 )
 
-func awkRisk(prog string) string {
+func (c *checker) awkRisk(prog string) string {
 	switch {
 	case strings.Contains(prog, "/inet"):
 		return "awk network access (/inet)"
@@ -374,13 +463,27 @@ func awkRisk(prog string) string {
 		return "awk reads from a command (| getline)"
 	case awkPrintRe.MatchString(code + " "):
 		return "awk prints into a command (print | cmd)"
+	case awkReadRe.MatchString(code):
+		return "awk reads a file chosen at run time (getline < expression)"
+	}
+	for _, m := range awkRedirRe.FindAllStringSubmatch(prog, -1) {
+		target := strings.TrimSpace(m[1])
+		if strings.HasPrefix(target, "\"") && strings.HasSuffix(target, "\"") && len(target) >= 2 {
+			if r := c.write(litArg(target[1:len(target)-1]), "awk print >"); r != "" {
+				return r
+			}
+			continue
+		}
+		if target != "" {
+			return "awk writes to a file chosen at run time (print > expression)"
+		}
 	}
 	return ""
 }
 
 // sedRule blocks GNU sed's e command and s///e flag, which run shell
 // commands, and in-place edits of protected files.
-func sedRule(args []arg) string {
+func (c *checker) sedRule(args []arg) string {
 	var scripts, files []arg
 	haveScript, inPlace := false, false
 	for i := 1; i < len(args); i++ {
@@ -408,17 +511,25 @@ func sedRule(args []arg) string {
 				}
 			}
 			i = len(args)
-		case v == "--expression" || v == "--file" || v == "--line-length":
-			if i+1 < len(args) && v == "--expression" {
-				scripts = append(scripts, args[i+1])
+		case isLongOf(v, "expression"):
+			val, has, _ := longOpt(v, "expression")
+			if e, next, ok := optValue(args, i, val, has); ok {
+				scripts = append(scripts, e)
+				if next {
+					i++
+				}
 			}
-			haveScript = haveScript || v != "--line-length"
-			i++
-		case strings.HasPrefix(v, "--expression="):
-			scripts, haveScript = append(scripts, litArg(strings.TrimPrefix(v, "--expression="))), true
-		case strings.HasPrefix(v, "--file="):
 			haveScript = true
-		case strings.HasPrefix(v, "--in-place"):
+		case isLongOf(v, "file"):
+			haveScript = true
+			if !strings.Contains(v, "=") {
+				i++
+			}
+		case isLongOf(v, "line-length"):
+			if !strings.Contains(v, "=") {
+				i++
+			}
+		case isLongOf(v, "in-place"):
 			inPlace = true
 		case strings.HasPrefix(v, "--"):
 		default:
@@ -456,7 +567,7 @@ func sedRule(args []arg) string {
 	}
 	if inPlace {
 		for _, f := range files {
-			if r := protectedWrite(f, "sed -i"); r != "" {
+			if r := c.write(f, "sed -i"); r != "" {
 				return r
 			}
 		}
@@ -648,38 +759,6 @@ func edRule(cl callCtx) string {
 	}
 	if cl.piped {
 		return "pipe into ed, which can run shell commands"
-	}
-	return ""
-}
-
-// sqliteRule blocks the sqlite3 dot-commands that run programs or load code.
-func sqliteRule(cl callCtx) string {
-	risky := func(s string) bool {
-		l := strings.ToLower(s)
-		return strings.Contains(l, ".shell") || strings.Contains(l, ".system") || strings.Contains(l, ".load") ||
-			strings.Contains(l, "load_extension") || strings.Contains(l, "|") || strings.Contains(l, "edit(")
-	}
-	for i, a := range cl.args[1:] {
-		if !a.lit {
-			if i > 0 {
-				return "non-literal sqlite3 command"
-			}
-			continue
-		}
-		if risky(a.val) {
-			return "sqlite3 command can run programs"
-		}
-	}
-	for _, r := range cl.redirs {
-		if r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc || r.Op == syntax.WordHdoc {
-			if body, ok := hereText(r); !ok || risky(body) {
-				return "sqlite3 command can run programs"
-			}
-			return ""
-		}
-	}
-	if cl.piped {
-		return "pipe into sqlite3, which can run programs"
 	}
 	return ""
 }

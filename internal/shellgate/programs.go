@@ -118,6 +118,7 @@ var wrappers = map[string]wrapSpec{
 	// Grammars handled by hand in wrap.go.
 	"env": {}, "su": {}, "runuser": {}, "sg": {}, "watch": {}, "flock": {}, "script": {},
 	"busybox": {}, "toybox": {}, "nix-shell": {},
+	"parallel": {}, "watchexec": {}, "fd": {}, "fdfind": {}, "entr": {scanAll: true},
 }
 
 // subcommandWrappers are "tool subcommand" pairs that run the command in
@@ -213,6 +214,11 @@ var codeVars = map[string]int{
 	"GIT_PAGER": varCommand, "PAGER": varCommand, "MANPAGER": varCommand, "EDITOR": varCommand,
 	"VISUAL": varCommand, "BROWSER": varCommand, "FCEDIT": varCommand,
 	"PS0": varPrompt, "PS1": varPrompt, "PS2": varPrompt, "PS3": varPrompt, "PS4": varPrompt,
+	"PERL5DB": varBlock, "RIPGREP_CONFIG_PATH": varBlock, "BASH_CMDS": varBlock, "BASH_ALIASES": varBlock,
+	"PYTHONSTARTUP": varBlock, "RUSTC": varCommand, "RUSTDOC": varCommand, "CC": varCommand,
+	"CXX": varCommand, "CPP": varCommand, "LD": varCommand, "AR": varCommand, "AS": varCommand,
+	"FC": varCommand, "PKG_CONFIG": varCommand, "MAKE": varCommand,
+	"SYSTEMD_PAGER": varCommand, "SYSTEMD_EDITOR": varCommand,
 }
 
 // Interpreters other than shells. Versioned names (python3.12, perl5.36,
@@ -258,13 +264,18 @@ var otherInterp = map[string]interpSpec{
 
 // pythonModules run a server or evaluate code given on the command line.
 var pythonModules = set("http.server", "simplehttpserver", "cgihttpserver", "smtpd", "xmlrpc.server",
-	"webbrowser", "timeit", "code", "asyncio", "pydoc", "ftplib", "telnetlib", "pty", "idlelib")
+	"webbrowser", "timeit", "code", "asyncio", "pydoc", "ftplib", "telnetlib", "pty", "idlelib",
+	"pdb", "ipdb", "pudb", "ipykernel", "jupyter", "notebook", "ipython")
+
+// pythonRunners run another script or module given after them.
+var pythonRunners = set("cProfile", "profile", "trace", "runpy", "coverage", "pyinstrument")
 
 // gitDenied are git subcommands that publish, hand out credentials or run
 // arbitrary filters.
 var gitDenied = set("push", "send-email", "send-pack", "credential", "credential-store",
 	"credential-cache", "credential-osxkeychain", "credential-libsecret", "daemon", "http-push",
-	"imap-send", "filter-branch", "instaweb", "upload-pack", "receive-pack", "fast-import")
+	"imap-send", "filter-branch", "instaweb", "upload-pack", "receive-pack", "fast-import",
+	"web--browse", "filter-repo", "maintenance", "upload-archive", "shell", "http-fetch")
 
 // gitCommandKeys hold a command line that git runs; the value is gated.
 var gitCommandKeys = set("core.pager", "core.editor", "sequence.editor", "core.sshcommand",
@@ -272,7 +283,8 @@ var gitCommandKeys = set("core.pager", "core.editor", "sequence.editor", "core.s
 
 // gitBlockedKeyRe matches configuration keys that make git run programs,
 // send data elsewhere or load more configuration.
-var gitBlockedKeyRe = regexp.MustCompile(`^(alias\..*|credential\..*|filter\..*|diff\..*\.(textconv|command)|merge\..*\.driver|core\.fsmonitor|core\.hookspath|include\.path|includeif\..*|url\..*|remote\..*|uploadpack\..*|receivepack\..*|http\..*proxy|protocol\..*|submodule\..*\.update|gpg\..*\.program|core\.worktree)$`)
+var gitBlockedKeyRe = regexp.MustCompile(`^(alias\..*|credential\..*|filter\..*|diff\..*\.(textconv|command)|merge\..*\.driver|core\.fsmonitor|core\.hookspath|include\.path|includeif\..*|url\..*|remote\..*|uploadpack\..*|receivepack\..*|http\..*proxy|protocol\..*|submodule\..*\.update|gpg\..*\.program|core\.worktree|` +
+	`interactive\.difffilter|core\.alternaterefscommand|trailer\..*\.(command|cmd)|(man|browser|difftool|mergetool|guitool)\..*\.(cmd|path)|web\.browser|init\.templatedir|sendemail\..*|imap\..*|lfs\..*)$`)
 
 // systemDirs are top-level directories holding the OS: writing there, or
 // removing anything there, is never part of an agent's job.

@@ -23,13 +23,14 @@ const (
 	pathRoot                     // /, /*, //
 	pathSystem                   // /etc, /usr/lib/x, /tmp itself, …
 	pathDynamic                  // starts with an expansion: "$HOME", "$(pwd)"
+	pathUnknown                  // holds run-time text, or lies under an unknown directory
 )
 
 var pathKindText = [...]string{
 	pathPlain: "a relative path", pathTmp: "a temporary path", pathOther: "an absolute path outside /tmp",
 	pathCwd: "the working directory", pathParent: "a parent directory", pathWildcard: "a bare wildcard",
 	pathHome: "the home directory", pathRoot: "the root directory", pathSystem: "a system path",
-	pathDynamic: "a run-time path",
+	pathDynamic: "a run-time path", pathUnknown: "a path chosen at run time",
 }
 
 func classify(a arg) pathKind {
@@ -37,7 +38,9 @@ func classify(a arg) pathKind {
 	switch {
 	case p == "":
 		return pathOther
-	case p[0] == anyStr:
+	case strings.IndexByte(p, anyRun) >= 0:
+		return pathUnknown
+	case isDyn(p[0]):
 		return pathDynamic
 	case p[0] == '~':
 		rest := ""
@@ -114,7 +117,7 @@ func isLongPrefix(v, full string, minLen int) bool {
 // rmRule implements the policy in the package doc: recursive removal only
 // of plain relative paths (or below /tmp), and never of /, ~, system
 // directories or bare wildcards.
-func rmRule(prog string, cl callCtx) string {
+func (c *checker) rmRule(prog string, cl callCtx) string {
 	recursive, maybe, endOpts := false, false, false
 	var targets []arg
 	for _, a := range cl.args[1:] {
@@ -148,7 +151,11 @@ func rmRule(prog string, cl callCtx) string {
 	if recursive && cl.dynTail {
 		return "recursive rm on run-time arguments"
 	}
+	var all []arg
 	for _, t := range targets {
+		all = append(all, c.targets(t)...)
+	}
+	for _, t := range all {
 		k := classify(t)
 		if recursive || maybe && t.lit {
 			if !t.lit && recursive {
@@ -163,7 +170,7 @@ func rmRule(prog string, cl callCtx) string {
 			continue
 		}
 		switch k {
-		case pathRoot, pathHome, pathSystem, pathWildcard:
+		case pathRoot, pathHome, pathSystem, pathWildcard, pathUnknown:
 			return fmt.Sprintf("rm on dangerous target %s (%s)", q(t.val), pathKindText[k])
 		}
 	}
@@ -200,6 +207,13 @@ func (c *checker) find(cl callCtx) string {
 				j++
 			}
 			cmd := args[i+1 : j]
+			if len(cmd) > 0 && strings.Contains(cmd[0].val, "{}") {
+				return "find " + v + " runs the files it finds"
+			}
+			if codeHas(cmd, "{}") {
+				// A file named $(curl x) would become code.
+				return "find " + v + " puts file names into code"
+			}
 			if len(cmd) > 0 && cmd[0].lit {
 				switch progName(cmd[0].val) {
 				case "rm", "unlink", "rmdir", "shred", "srm", "wipe", "truncate", "dd":
@@ -212,7 +226,7 @@ func (c *checker) find(cl callCtx) string {
 			i = j
 		case "-fprint", "-fprint0", "-fprintf", "-fls":
 			if i+1 < len(args) {
-				if r := protectedWrite(args[i+1], "find "+v); r != "" {
+				if r := c.write(args[i+1], "find "+v); r != "" {
 					return r
 				}
 			}
@@ -238,7 +252,7 @@ func ddRule(args []arg) string {
 		if strings.HasPrefix(a.val, "of=") || strings.HasPrefix(a.pat, "of=") {
 			return "dd of= (raw write)"
 		}
-		if !a.lit && (a.pat == "" || a.pat[0] == anyStr || a.pat[0] == anySeg) {
+		if !a.lit && (a.pat == "" || isDyn(a.pat[0]) || a.pat[0] == anySeg) {
 			return "non-literal dd operand"
 		}
 	}
@@ -249,7 +263,7 @@ var chmodModeRe = regexp.MustCompile(`^[-+=][rwxXstugo0-7,+=-]*$`)
 
 // permRule: chmod/chown/chgrp -R only on plain relative paths, and never
 // on /, ~ or system paths.
-func permRule(prog string, args []arg) string {
+func (c *checker) permRule(prog string, args []arg) string {
 	recursive, endOpts, ref := false, false, false
 	var ops []arg
 	for _, a := range args[1:] {
@@ -286,7 +300,11 @@ func permRule(prog string, args []arg) string {
 	if !ref && len(ops) > 0 {
 		targets = ops[1:] // the mode or owner
 	}
+	var all []arg
 	for _, t := range targets {
+		all = append(all, c.targets(t)...)
+	}
+	for _, t := range all {
 		k := classify(t)
 		if recursive {
 			if !t.lit || (k != pathPlain && k != pathTmp) {
@@ -295,7 +313,7 @@ func permRule(prog string, args []arg) string {
 			continue
 		}
 		switch k {
-		case pathRoot, pathHome, pathSystem:
+		case pathRoot, pathHome, pathSystem, pathUnknown:
 			return fmt.Sprintf("%s on dangerous target %s (%s)", prog, q(t.val), pathKindText[k])
 		}
 	}
@@ -303,25 +321,109 @@ func permRule(prog string, args []arg) string {
 }
 
 // writeOperands checks tee and truncate, whose operands are all written.
-func writeOperands(prog string, args []arg) string {
+func (c *checker) writeOperands(prog string, args []arg) string {
+	// Short options that take a value, per program.
+	withValue := map[string]string{"truncate": "sr", "touch": "rdt", "mkdir": "m", "mkfifo": "mZ", "mknod": "mZ", "rmdir": ""}[prog]
+	n := 0
 	for i := 1; i < len(args); i++ {
 		a := args[i]
 		if a.isFlag() {
-			if a.val == "-s" || a.val == "-r" || a.val == "--size" || a.val == "--reference" {
+			v := a.val
+			switch {
+			case v == "--":
+				for _, b := range args[i+1:] {
+					if r := c.write(b, prog); r != "" {
+						return r
+					}
+				}
+				return ""
+			case strings.HasPrefix(v, "--"):
+				if !strings.Contains(v, "=") && (isLongOf(v, "size") || isLongOf(v, "reference") || isLongOf(v, "date") || isLongOf(v, "mode") || isLongOf(v, "context") && prog != "touch") {
+					i++
+				}
+			case strings.IndexByte(withValue, v[len(v)-1]) >= 0:
 				i++
 			}
 			continue
 		}
-		if r := protectedWrite(a, prog); r != "" {
+		if n++; prog == "mknod" && n > 1 {
+			break // mknod NAME TYPE MAJOR MINOR
+		}
+		if r := c.write(a, prog); r != "" {
 			return r
 		}
 	}
 	return ""
 }
 
+// cwdWriters create files in the working directory whose names the
+// command line does not show (a patch's files, an archive's members, a
+// clone, node_modules, a build's output).
+var cwdWriters = map[string]map[string]bool{
+	"patch": nil, "unzip": nil, "cpio": nil, "7z": set("x", "e"), "git": set("clone", "init"),
+	"npm": set("install", "i", "ci", "add"), "pnpm": set("install", "i", "add"), "yarn": set("install", "add"),
+	"go": set("build", "generate", "mod", "install"), "cargo": set("build", "new", "init"),
+	"mktemp": nil,
+}
+
+// cwdWrite blocks those programs when the working directory may be a
+// system directory, and checks the directory or file they are told to
+// write (-d, -o, --output).
+func (c *checker) cwdWrite(prog string, args []arg) string {
+	subs, ok := cwdWriters[prog]
+	if !ok {
+		return ""
+	}
+	if subs != nil {
+		sub := ""
+		for _, a := range args[1:] {
+			if !a.isFlag() {
+				sub = a.val
+				break
+			}
+		}
+		if !subs[sub] {
+			return ""
+		}
+	}
+	dir := litArg(".")
+	for i, a := range args[1:] {
+		i++
+		if !a.lit {
+			continue
+		}
+		v := a.val
+		switch {
+		case v == "-d" && prog != "mktemp" || v == "-o" || v == "-p" && prog == "mktemp" || isLongOf(v, "directory") || isLongOf(v, "output") || isLongOf(v, "tmpdir"):
+			val, has, _ := longOptIn(v, "directory", "output", "tmpdir")
+			if d, _, ok := optValue(args, i, val, has); ok {
+				if r := c.write(d, prog); r != "" {
+					return r
+				}
+				dir = d
+			}
+		}
+	}
+	if prog == "mktemp" {
+		// mktemp TEMPLATE creates the file it names.
+		for _, a := range args[1:] {
+			if !a.isFlag() {
+				return c.write(a, prog)
+			}
+		}
+		return ""
+	}
+	return c.write(inside(dir), prog)
+}
+
+// inside is a name in directory d: what a program writing into d creates.
+func inside(d arg) arg {
+	return arg{val: strings.TrimSuffix(d.val, "/") + "/*", pat: strings.TrimSuffix(d.pat, "/") + "/" + string(anySeg)}
+}
+
 // copyRule checks the destination of cp/ln/install/mv, what mv removes,
 // and copies of network programs under another name.
-func copyRule(prog string, args []arg) string {
+func (c *checker) copyRule(prog string, args []arg) string {
 	var ops []arg
 	var dest *arg
 	for i := 1; i < len(args); i++ {
@@ -333,18 +435,19 @@ func copyRule(prog string, args []arg) string {
 		case a.isFlag():
 			v := a.val
 			switch {
-			case v == "-t" || v == "--target-directory":
-				if i+1 < len(args) {
-					dest = &args[i+1]
-					i++
+			case v == "-t" || isLongOf(v, "target-directory"):
+				val, has, _ := longOpt(v, "target-directory")
+				if t, next, ok := optValue(args, i, val, has); ok {
+					dest = &t
+					if next {
+						i++
+					}
 				}
-			case strings.HasPrefix(v, "--target-directory="):
-				t := litArg(strings.TrimPrefix(v, "--target-directory="))
-				dest = &t
 			case strings.HasPrefix(v, "-t") && len(v) > 2 && !strings.HasPrefix(v, "--"):
 				t := litArg(v[2:])
 				dest = &t
-			case v == "-S" || v == "--suffix" || (prog == "install" && (v == "-m" || v == "--mode" || v == "-o" || v == "--owner" || v == "-g" || v == "--group")):
+			case v == "-S" || !strings.Contains(v, "=") && isLongOf(v, "suffix") ||
+				prog == "install" && (v == "-m" || v == "-o" || v == "-g" || !strings.Contains(v, "=") && (isLongOf(v, "mode") || isLongOf(v, "owner") || isLongOf(v, "group"))):
 				i++
 			}
 		default:
@@ -352,23 +455,35 @@ func copyRule(prog string, args []arg) string {
 		}
 	}
 	srcs := ops
+	intoDir := dest != nil
+	if dest == nil && len(ops) == 1 && ops[0].glob {
+		// cp /usr/bin/{bash,x}: one word that expands to source and target.
+		if k := c.programPath(ops[0]); k != "" {
+			return "copy of program " + q(display(path.Base(ops[0].pat))) + " to a name the pattern chooses (" + prog + ")"
+		}
+	}
 	if dest == nil {
 		if len(ops) < 2 {
 			return ""
 		}
 		dest, srcs = &ops[len(ops)-1], ops[:len(ops)-1]
 	}
-	if r := protectedWrite(*dest, prog); r != "" {
+	if r := c.write(*dest, prog); r != "" {
 		return r
 	}
 	for _, s := range srcs {
 		if s.lit && strings.Contains(s.val, "/") && networkPrograms[progName(s.val)] {
 			return "copy of network-capable program " + q(progName(s.val))
 		}
+		if r := c.copyName(prog, []arg{s}, dest, intoDir || len(srcs) > 1); r != "" {
+			return r
+		}
 		if prog == "mv" {
-			switch k := classify(s); k {
-			case pathRoot, pathHome, pathSystem, pathWildcard:
-				return fmt.Sprintf("mv of dangerous source %s (%s)", q(s.val), pathKindText[k])
+			for _, t := range c.targets(s) {
+				switch k := classify(t); k {
+				case pathRoot, pathHome, pathSystem, pathWildcard, pathUnknown:
+					return fmt.Sprintf("mv of dangerous source %s (%s)", q(s.val), pathKindText[k])
+				}
 			}
 		}
 	}
@@ -392,7 +507,7 @@ func protectedWrite(a arg, what string) string {
 		if k := classify(a); k == pathSystem || k == pathRoot {
 			return fmt.Sprintf("write to system path %s (%s)", q(a.val), what)
 		}
-	} else if p[0] != '~' && p[0] != anyStr {
+	} else if p[0] != '~' && !isDyn(p[0]) {
 		// ../../etc/passwd: climbing out of the tree into a system directory.
 		c := path.Clean(p)
 		ups := 0
@@ -406,18 +521,24 @@ func protectedWrite(a arg, what string) string {
 		}
 	}
 	for _, comp := range strings.Split(p, "/") {
-		if sensitiveNames[comp] {
+		if sensitiveNames[comp] || gitName(comp) {
 			return fmt.Sprintf("write to protected file %s (%s)", q(a.val), what)
 		}
 		if isWild(comp) && hasLiteral(comp, "") {
 			for name := range sensitiveNames {
-				if match(comp, name) {
+				if match(comp, name) || name == ".git" && match(strings.ToLower(comp), name) {
 					return fmt.Sprintf("write to protected file %s (%s)", q(a.val), what)
 				}
 			}
 		}
 	}
 	return ""
+}
+
+// gitName reports a path component that names the .git directory on some
+// filesystem git runs on: any case, and Windows' trailing dots and spaces.
+func gitName(comp string) bool {
+	return strings.EqualFold(strings.TrimRight(comp, ". "), ".git")
 }
 
 // psRule blocks the BSD "e" option (ps e, ps auxe, ps eww), which prints
@@ -489,27 +610,41 @@ func (c *checker) tarRule(args []arg) string {
 			continue
 		}
 		v := a.val
-		name, _, _ := strings.Cut(v, "=")
 		switch {
-		case name == "--to-command" || name == "--use-compress-program":
-			if r := c.codeValue("tar "+name, args, i, name); r != "" {
+		case isLongOf(v, "to-command") || isLongOf(v, "use-compress-program"):
+			val, has, _ := longOptIn(v, "to-command", "use-compress-program")
+			code, next, _ := optValue(args, i, val, has)
+			if r := c.codeArg("tar "+clip(v, 24), code); r != "" {
 				return r
 			}
-			if !strings.Contains(v, "=") {
+			if next {
 				i++
 			}
-		case name == "--checkpoint-action" || name == "--rsh-command" || name == "--rmt-command" ||
-			name == "--info-script" || name == "--new-volume-script":
-			return "tar option runs a command (" + name + ")"
-		case v == "--extract" || v == "--get":
+		case isLongOf(v, "checkpoint-action"):
+			val, has, _ := longOpt(v, "checkpoint-action")
+			act, next, _ := optValue(args, i, val, has)
+			if !act.lit {
+				return "non-literal tar --checkpoint-action"
+			}
+			if strings.Contains(act.val, "exec") {
+				return "tar option runs a command (--checkpoint-action=exec)"
+			}
+			if next {
+				i++
+			}
+		case isLongOf(v, "rsh-command") || isLongOf(v, "rmt-command") || isLongOf(v, "info-script") || isLongOf(v, "new-volume-script"):
+			return "tar option runs a command (" + clip(v, 24) + ")"
+		case isLongOf(v, "extract") || isLongOf(v, "get"):
 			extract = true
-		case v == "--directory":
-			if i+1 < len(args) {
-				dirs = append(dirs, args[i+1])
+		case isLongOf(v, "directory"):
+			val, has, _ := longOpt(v, "directory")
+			d, next, ok := optValue(args, i, val, has)
+			if ok {
+				dirs = append(dirs, d)
+			}
+			if next {
 				i++
 			}
-		case name == "--directory":
-			dirs = append(dirs, litArg(strings.TrimPrefix(v, "--directory=")))
 		case strings.HasPrefix(v, "--"):
 		case strings.HasPrefix(v, "-") || i == 1:
 			oldStyle := !strings.HasPrefix(v, "-")
@@ -550,10 +685,15 @@ func (c *checker) tarRule(args []arg) string {
 		}
 	}
 	if extract {
-		for _, d := range dirs {
-			switch k := classify(d); k {
-			case pathRoot, pathSystem, pathHome:
-				return fmt.Sprintf("tar extraction into %s (%s)", q(d.val), pathKindText[k])
+		if len(dirs) == 0 {
+			dirs = append(dirs, litArg("."))
+		}
+		for _, d0 := range dirs {
+			for _, d := range c.targets(inside(d0)) {
+				switch k := classify(d); k {
+				case pathRoot, pathSystem, pathHome, pathUnknown:
+					return fmt.Sprintf("tar extraction into %s (%s)", q(d.val), pathKindText[k])
+				}
 			}
 		}
 	}

@@ -270,7 +270,6 @@ var blocked = []struct {
 	{"source <(echo ls)", "process substitution"},
 	{". <(echo ls)", "process substitution"},
 	{"python3 <(echo 1)", "process substitution"},
-	{"bash < script.sh", "stdin"},
 	{"cat x |& bash", "pipe into shell"},
 	{"echo ls | sudo bash", "pipe into shell"},
 	{"echo ls | xargs bash -c", "bash -c"},
@@ -663,6 +662,14 @@ var allowed = []string{
 	"truncate -s 0 app.log",
 	"",
 	"# just a comment",
+	// Ordinary work the review found blocked.
+	"bash < script.sh",
+	"sh -s < ./scripts/check.sh",
+	"python3 < script.py",
+	"node --test",
+	"kill $!",
+	"sleep 30 & pid=$!; kill $pid",
+	`arr=(a b); for i in "${!arr[@]}"; do echo "$i"; done`,
 }
 
 func TestBlocked(t *testing.T) {
@@ -693,7 +700,15 @@ func TestCounts(t *testing.T) {
 	if len(blocked) < 150 || len(allowed) < 50 {
 		t.Fatalf("table too small: %d blocked, %d allowed", len(blocked), len(allowed))
 	}
-	t.Logf("%d blocked, %d allowed", len(blocked), len(allowed))
+	nb, na := len(blocked), len(allowed)
+	for _, fam := range families {
+		if len(fam.blocked) < 20 || len(fam.allowed) < 10 {
+			t.Errorf("family %q too small: %d blocked, %d allowed", fam.name, len(fam.blocked), len(fam.allowed))
+		}
+		t.Logf("%s: %d blocked, %d allowed", fam.name, len(fam.blocked), len(fam.allowed))
+		nb, na = nb+len(fam.blocked), na+len(fam.allowed)
+	}
+	t.Logf("total: %d blocked, %d allowed", nb, na)
 }
 
 // Reasons are shown to the model: they must stay short whatever the input.

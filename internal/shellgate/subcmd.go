@@ -192,11 +192,12 @@ func (c *checker) git(cl callCtx) string {
 		switch {
 		case strings.HasPrefix(v, "ext::") || strings.HasPrefix(v, "fd::"):
 			return "git transport runs a command (" + clip(v, 8) + ")"
-		case strings.HasPrefix(v, "--upload-pack") || strings.HasPrefix(v, "--receive-pack") || strings.HasPrefix(v, "--exec=") || strings.HasPrefix(v, "--exec-path="):
+		case isLongOf(v, "upload-pack") || isLongOf(v, "receive-pack") || strings.HasPrefix(v, "--exec=") || strings.HasPrefix(v, "--exec-path="):
 			return "git option runs a program (" + clip(v, 16) + ")"
 		}
 	}
 	// Global options, with -c/--config-env checked as they go by.
+	foreignDir := false
 	i := 1
 	for i < len(args) {
 		a := args[i]
@@ -205,7 +206,7 @@ func (c *checker) git(cl callCtx) string {
 		}
 		v := a.val
 		switch {
-		case v == "-c" || v == "--config-env":
+		case v == "-c":
 			if i+1 >= len(args) {
 				return ""
 			}
@@ -214,10 +215,27 @@ func (c *checker) git(cl callCtx) string {
 			}
 			i += 2
 			continue
-		case strings.HasPrefix(v, "-c") || strings.HasPrefix(v, "--config-env="):
-			kv := strings.TrimPrefix(strings.TrimPrefix(v, "--config-env="), "-c")
-			if r := c.gitConfigPair(litArg(kv)); r != "" {
+		case v == "--config-env" || strings.HasPrefix(v, "--config-env="):
+			// key=ENVVAR: the value is whatever that variable holds.
+			kv, _, _ := optValue(args, i, strings.TrimPrefix(v, "--config-env="), strings.Contains(v, "="))
+			key, _, _ := strings.Cut(kv.val, "=")
+			if r := c.gitKey(key, arg{}, true); r != "" {
 				return r
+			}
+			if !strings.Contains(v, "=") {
+				i++
+			}
+		case strings.HasPrefix(v, "-c"):
+			if r := c.gitConfigPair(litArg(v[2:])); r != "" {
+				return r
+			}
+		case v == "--git-dir" || strings.HasPrefix(v, "--git-dir="):
+			dir, _, _ := optValue(args, i, strings.TrimPrefix(v, "--git-dir="), strings.Contains(v, "="))
+			if !dir.lit || !strings.HasSuffix(strings.TrimRight(dir.val, "/"), ".git") {
+				foreignDir = true
+			}
+			if !strings.Contains(v, "=") {
+				i++
 			}
 		case globalArgFlags["git"][v]:
 			i++
@@ -234,6 +252,12 @@ func (c *checker) git(cl callCtx) string {
 	rest := args[i+1:]
 	if gitDenied[sub] || strings.HasPrefix(sub, "credential-") {
 		return "mutating subcommand " + q("git "+sub)
+	}
+	if foreignDir {
+		return "git directory outside .git (--git-dir); its config can run programs"
+	}
+	if r := c.gitSubOptions(sub, rest); r != "" {
+		return r
 	}
 	switch sub {
 	case "remote":
@@ -264,11 +288,13 @@ func (c *checker) git(cl callCtx) string {
 			if !a.lit {
 				continue
 			}
+			if val, has, ok := longOptIn(a.val, "exec", "extcmd"); ok {
+				code, _, _ := optValue(rest, j, val, has)
+				return c.codeArg("git "+sub+" "+clip(a.val, 12), code)
+			}
 			switch {
-			case a.val == "-x" || a.val == "--exec" || a.val == "--extcmd":
+			case a.val == "-x":
 				return c.codeValue("git "+sub+" "+a.val, rest, j, a.val)
-			case strings.HasPrefix(a.val, "--exec=") || strings.HasPrefix(a.val, "--extcmd="):
-				return c.codeValue("git "+sub, rest, j, "")
 			case strings.HasPrefix(a.val, "-x") && len(a.val) > 2 && sub == "rebase":
 				return c.nested(a.val[2:])
 			}
@@ -276,6 +302,55 @@ func (c *checker) git(cl callCtx) string {
 	case "bisect":
 		if len(rest) > 0 && rest[0].lit && rest[0].val == "run" {
 			return c.gateCall(cl.with(rest[1:]))
+		}
+	}
+	return ""
+}
+
+// gitSubOptions checks the options of git subcommands that run a program
+// of the caller's choosing or install hooks.
+func (c *checker) gitSubOptions(sub string, rest []arg) string {
+	for j, a := range rest {
+		if !a.lit || !strings.HasPrefix(a.val, "-") {
+			continue
+		}
+		v := a.val
+		switch sub {
+		case "clone", "ls-remote":
+			if v == "-u" || strings.HasPrefix(v, "-u") && !strings.HasPrefix(v, "--") && sub == "ls-remote" {
+				return "git option runs a program (" + sub + " -u)"
+			}
+		}
+		switch sub {
+		case "clone", "init":
+			if isLongOf(v, "template") {
+				return "git --template installs hooks from another directory"
+			}
+		case "archive":
+			if isLongOf(v, "exec") {
+				return "git option runs a program (archive --exec)"
+			}
+		case "grep":
+			if val, has, ok := longOpt(v, "open-files-in-pager"); ok || strings.HasPrefix(v, "-O") {
+				if strings.HasPrefix(v, "-O") {
+					val, has = v[2:], len(v) > 2
+				}
+				if has {
+					return c.codeArg("git grep -O", litArg(val))
+				}
+			}
+		case "help":
+			if v == "-w" || isLongOf(v, "web") || isLongOf(v, "browser") {
+				return "git help --web runs a web browser"
+			}
+		}
+		if sub == "clone" && (v == "-c" || isLongOf(v, "config")) {
+			kv, _, ok := optValue(rest, j, strings.SplitN(v, "=", 2)[len(strings.SplitN(v, "=", 2))-1], strings.Contains(v, "="))
+			if ok {
+				if r := c.gitConfigPair(kv); r != "" {
+					return r
+				}
+			}
 		}
 	}
 	return ""
@@ -321,11 +396,12 @@ func (c *checker) gitConfig(rest []arg) string {
 		}
 		v := a.val
 		switch {
-		case v == "--global" || v == "--system" || v == "-e" || v == "--edit" || v == "-f" || v == "--file" || strings.HasPrefix(v, "--file="):
+		case v == "-e" || v == "-f" || isLongOf(v, "global") || isLongOf(v, "system") || isLongOf(v, "edit") || isLongOf(v, "file"):
 			return "mutating subcommand " + q("git config "+v)
-		case v == "--add" || v == "--replace-all" || strings.HasPrefix(v, "--unset") || v == "--rename-section" || v == "--remove-section":
+		case isLongOf(v, "add") || isLongOf(v, "replace-all") || isLongOf(v, "unset") || isLongOf(v, "unset-all") ||
+			isLongOf(v, "rename-section") || isLongOf(v, "remove-section"):
 			write = true
-		case v == "--type" || v == "--default" || v == "--comment" || v == "--blob":
+		case !strings.Contains(v, "=") && (isLongOf(v, "type") || isLongOf(v, "default") || isLongOf(v, "comment") || isLongOf(v, "blob")):
 			j++
 		case strings.HasPrefix(v, "-"):
 		default:

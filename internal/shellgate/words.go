@@ -1,6 +1,7 @@
 package shellgate
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -14,10 +15,12 @@ import (
 // ("is this /proc/<pid>/environ?") can ask whether the word *could* expand to
 // a dangerous value instead of only whether it literally is one.
 const (
-	anyStr  = '\x00' // expansion ($x, $(…), {a,b}): any text, slashes included
+	anyStr  = '\x00' // expansion ($x, {a,b}): any text, slashes included
 	anySeg  = '\x01' // unquoted *: any text without a slash
 	anyChar = '\x02' // unquoted ? or [...]: one character that is not a slash
-	ctlChar = '\x03' // stands in for a literal 0x00-0x02 byte so it is not mistaken for a sentinel
+	anyRun  = '\x03' // text computed at run time (command output, read input): anything at all
+	anyTok  = '\x04' // an integer or similar token known to hold no slash ($$, $((…)), $(nproc))
+	ctlChar = '\x05' // stands in for a literal 0x00-0x04 byte so it is not mistaken for a sentinel
 )
 
 // arg is one shell word resolved as far as static analysis allows.
@@ -28,7 +31,13 @@ type arg struct {
 	glob      bool   // unquoted glob or brace characters: expands to several names
 	split     bool   // unquoted $x or $(…): may split into several words, e.g. "-rf /"
 	procSubst bool   // contains <(…) or >(…)
+	numeric   bool   // every expansion in it is an integer ($!, $((…)), $(wc -l <f))
+	known     bool   // not literal, but every expansion has a known text: val is exact
 }
+
+// run reports whether part of the word is text computed at run time, which
+// the gate must assume can be anything (a path under /proc, an option, code).
+func (a arg) run() bool { return strings.IndexByte(a.pat, anyRun) >= 0 }
 
 // isFlag reports whether the word is a literal option such as -x or --foo.
 func (a arg) isFlag() bool {
@@ -52,20 +61,38 @@ func isLetters(s string) bool {
 	return s != ""
 }
 
-func resolveAll(words []*syntax.Word) []arg {
+func (c *checker) resolveAll(words []*syntax.Word) []arg {
 	out := make([]arg, len(words))
 	for i, w := range words {
-		out[i] = resolve(w)
+		out[i] = c.resolve(w)
 	}
 	return out
 }
 
+// resolve computes a word without the context of a script: every expansion
+// is unknown. It serves the checks that only care whether a word is literal.
+func resolve(w *syntax.Word) arg {
+	return (&checker{}).resolve(w)
+}
+
 // resolve computes the unquoted value of a word. Quoting tricks such as
 // "cu"'rl', "curl", c\url and $'\x63url' all resolve to "curl"; anything the
-// shell expands at run time makes the word non-literal.
-func resolve(w *syntax.Word) arg {
-	a := arg{lit: true}
+// shell expands at run time makes the word non-literal, and its pattern says
+// what the expansion may hold as far as the script shows (see values.go).
+func (c *checker) resolve(w *syntax.Word) arg {
+	a := arg{lit: true, known: true}
 	var val, pat strings.Builder
+	expand := func(v value, quoted bool) {
+		a.lit = false
+		if !quoted && !v.numeric {
+			a.split = true
+		}
+		a.known = a.known && v.exact
+		if v.exact {
+			val.WriteString(v.text)
+		}
+		pat.WriteString(v.pat)
+	}
 	for _, part := range w.Parts {
 		switch p := part.(type) {
 		case *syntax.Lit:
@@ -86,24 +113,24 @@ func resolve(w *syntax.Word) arg {
 					continue
 				}
 				// Inside double quotes an expansion never splits into words.
-				a.lit = false
-				pat.WriteByte(anyStr)
+				expand(c.partValue(dp), true)
 			}
-		case *syntax.ParamExp, *syntax.CmdSubst:
-			a.lit, a.split = false, true
-			pat.WriteByte(anyStr)
+		case *syntax.ParamExp, *syntax.CmdSubst, *syntax.ArithmExp:
+			expand(c.partValue(p), false)
 		case *syntax.ProcSubst:
 			a.lit, a.procSubst = false, true
 			pat.WriteByte(anyStr)
 		case *syntax.ExtGlob:
 			a.lit, a.glob = false, true
 			pat.WriteByte(anyStr)
-		default: // arithmetic expansion and anything newer
-			a.lit = false
-			pat.WriteByte(anyStr)
+		default: // anything newer
+			expand(anyValue, false)
 		}
 	}
 	a.val, a.pat = val.String(), pat.String()
+	// Integers only: the pattern is made of integer tokens and digits.
+	a.numeric = strings.IndexByte(a.pat, anyTok) >= 0 && strings.Trim(a.pat, "\x040123456789") == ""
+	a.known = a.known && !a.lit && !a.glob && !a.procSubst
 	return a
 }
 
@@ -145,17 +172,30 @@ func unquotedLit(s string, val, pat *strings.Builder, a *arg) {
 			// treated as a possible expansion.
 			a.glob = true
 			val.WriteByte(c)
-			pat.WriteByte(anyStr)
-			if end := braceEnd(s, i); end > 0 {
-				val.WriteString(s[i+1 : end+1])
-				i = end
+			end := braceEnd(s, i)
+			if end < 0 {
+				pat.WriteByte(anyStr)
+				continue
 			}
+			if braceRangeRe.MatchString(s[i+1 : end]) {
+				pat.WriteByte(anyTok) // {1..10}: integers only
+			} else {
+				a.numeric = false
+				pat.WriteByte(anyStr)
+			}
+			val.WriteString(s[i+1 : end+1])
+			i = end
 		default:
 			val.WriteByte(c)
 			writeQuoted(pat, s[i:i+1])
 		}
 	}
 }
+
+var (
+	braceRangeRe = regexp.MustCompile(`^-?[0-9]+\.\.-?[0-9]+(\.\.-?[0-9]+)?$`)
+	braceCountRe = regexp.MustCompile(`\{(-?[0-9]{1,9})\.\.(-?[0-9]{1,9})(\.\.-?[0-9]+)?\}`)
+)
 
 // braceEnd returns the index of the '}' closing the group opened at s[open]
 // when the group is a real brace expansion (has a top-level comma or ".."),
@@ -333,13 +373,13 @@ func match(pat, s string) bool {
 	prev[0] = true
 	for i := 0; i < len(pat); i++ {
 		p := pat[i]
-		cur[0] = prev[0] && (p == anyStr || p == anySeg)
+		cur[0] = prev[0] && (p == anyStr || p == anyRun || p == anySeg || p == anyTok)
 		for j := 1; j <= len(s); j++ {
 			c := s[j-1]
 			switch p {
-			case anyStr:
+			case anyStr, anyRun:
 				cur[j] = prev[j] || cur[j-1]
-			case anySeg:
+			case anySeg, anyTok:
 				cur[j] = prev[j] || (c != '/' && cur[j-1])
 			case anyChar:
 				cur[j] = prev[j-1] && c != '/'
@@ -357,7 +397,7 @@ func match(pat, s string) bool {
 func hasLiteral(pat, except string) bool {
 	for i := 0; i < len(pat); i++ {
 		c := pat[i]
-		if c > anyChar && !strings.ContainsRune(except, rune(c)) {
+		if c >= ctlChar && !strings.ContainsRune(except, rune(c)) {
 			return true
 		}
 	}
@@ -366,5 +406,5 @@ func hasLiteral(pat, except string) bool {
 
 // isWild reports whether the pattern contains any wildcard sentinel.
 func isWild(pat string) bool {
-	return strings.ContainsAny(pat, "\x00\x01\x02")
+	return strings.ContainsAny(pat, "\x00\x01\x02\x03\x04")
 }

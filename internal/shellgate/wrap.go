@@ -1,7 +1,6 @@
 package shellgate
 
 import (
-	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -54,9 +53,22 @@ func skipOptions(args []arg, i int, spec wrapSpec) wrapOpts {
 		if strings.HasPrefix(v, "--") {
 			name, _, hasValue := strings.Cut(v, "=")
 			o.seen[name] = true
+			// --she is --shell: every option the prefix could stand for
+			// counts as seen.
+			takesArg, isFlag := false, false
+			for _, l := range spec.longArg {
+				if _, _, ok := longOpt(v, strings.TrimPrefix(l, "--")); ok {
+					o.seen[l], takesArg = true, true
+				}
+			}
+			for _, l := range spec.longFlag {
+				if _, _, ok := longOpt(v, strings.TrimPrefix(l, "--")); ok {
+					o.seen[l], isFlag = true, true
+				}
+			}
 			switch {
-			case hasValue, slices.Contains(spec.longFlag, name):
-			case slices.Contains(spec.longArg, name):
+			case hasValue, isFlag && !takesArg:
+			case takesArg && !isFlag:
 				i++
 			default:
 				o.amb++
@@ -99,6 +111,11 @@ func (c *checker) unwrap(prog string, spec wrapSpec, cl callCtx) string {
 	case "script":
 		return c.unwrapScript(cl)
 	case "busybox", "toybox":
+		for _, a := range args[1:] {
+			if a.lit && a.val == "--install" {
+				return "busybox --install links its applets under their own names"
+			}
+		}
 		i := 1
 		for i < len(args) && args[i].isFlag() {
 			i++
@@ -120,17 +137,42 @@ func (c *checker) unwrap(prog string, spec wrapSpec, cl callCtx) string {
 				return c.codeValue("npx -c", args, i, "-c")
 			}
 		}
+	case "xargs":
+		cl.tailRun = c.xargsInput(cl).run()
+		if cl.stmt != nil && endlessOutput(c.env.stdinFrom[cl.stmt]) && unlimitedProcs(args) {
+			return "fork bomb (xargs -P 0 on endless input)"
+		}
 	case "strace", "ltrace":
-		for _, a := range args[1:] {
-			if a.lit && (a.val == "-p" || strings.HasPrefix(a.val, "--attach") || (strings.HasPrefix(a.val, "-p") && isDigits(a.val[2:]))) {
-				return "attaching to a running process (" + prog + " -p)"
+		if r := c.traceRule(prog, cl); r != "" {
+			return r
+		}
+	case "valgrind":
+		for i, a := range args {
+			if val, has, ok := longOpt(a.val, "db-command"); a.lit && ok {
+				v, _, _ := optValue(args, i, val, has)
+				return c.codeArg("valgrind --db-command", v)
 			}
 		}
+	case "parallel":
+		return c.unwrapParallel(cl)
+	case "watchexec":
+		return c.unwrapWatchexec(cl)
+	case "fd", "fdfind":
+		return c.unwrapFd(cl)
 	}
 	if spec.scanAll {
 		return c.scanAll(cl, 1)
 	}
 	o := skipOptions(args, 1, spec)
+	if prog == "xargs" {
+		if r := xargsReplace(args, o); r != "" {
+			return r
+		}
+	}
+	if o.start >= len(args) && cl.dynTail && prog != "xargs" {
+		// xargs sudo: the program comes from xargs' input.
+		return "run-time command via xargs (" + q(prog) + " without a command)"
+	}
 	if o.start >= len(args) {
 		switch {
 		case prog == "sudo" && (o.seen["s"] || o.seen["i"] || o.seen["--shell"] || o.seen["--login"]):
@@ -145,11 +187,232 @@ func (c *checker) unwrap(prog string, spec wrapSpec, cl callCtx) string {
 		return "editing files as root (sudo -e)"
 	case prog == "command" && (o.seen["v"] || o.seen["V"]):
 		return "" // command -v only looks the name up
+	case prog == "exec" && o.seen["a"]:
+		if name := shortOptValue(args[1:o.start], "a", 'a'); name != "" {
+			if r := c.argv0(name, cl.with(args[o.start:])); r != "" {
+				return r
+			}
+		} else {
+			return "non-literal exec -a name"
+		}
 	}
 	if o.amb > maxAmbiguous {
 		return c.scanAll(cl, o.start)
 	}
 	return c.gateFrom(cl, o.start, o.amb, spec.dynTail)
+}
+
+// unlimitedProcs reports xargs -P 0, which starts as many processes as it can.
+func unlimitedProcs(args []arg) bool {
+	for i, a := range args[1:] {
+		v := a.val
+		switch {
+		case v == "-P" && i+2 < len(args):
+			if args[i+2].val == "0" {
+				return true
+			}
+		case v == "-P0" || strings.HasPrefix(v, "--max-procs=0") || strings.HasPrefix(v, "--max-p=0"):
+			return true
+		}
+		if val, has, ok := longOpt(v, "max-procs"); ok && (has && val == "0" || !has && i+2 < len(args) && args[i+2].val == "0") {
+			return true
+		}
+	}
+	return false
+}
+
+// xargsReplace blocks xargs -I R R …: the command itself comes from the
+// input.
+func xargsReplace(args []arg, o wrapOpts) string {
+	repl := ""
+	for i := 1; i < o.start && i < len(args); i++ {
+		v := args[i].val
+		switch {
+		case v == "-I" && i+1 < len(args):
+			repl = args[i+1].val
+		case strings.HasPrefix(v, "-I") && len(v) > 2:
+			repl = v[2:]
+		case v == "-i" || strings.HasPrefix(v, "-i") && !strings.HasPrefix(v, "--"):
+			repl = "{}"
+			if len(v) > 2 {
+				repl = v[2:]
+			}
+		}
+		if val, has, ok := longOpt(v, "replace"); ok {
+			repl = "{}"
+			if has {
+				repl = val
+			}
+		}
+	}
+	if repl == "" || o.start >= len(args) {
+		return ""
+	}
+	if strings.Contains(args[o.start].val, repl) {
+		return "xargs runs a command taken from its input (" + clip(repl, 10) + " as the program)"
+	}
+	if codeHas(args[o.start:], repl) {
+		return "xargs puts its input into code (" + clip(repl, 10) + ")"
+	}
+	return ""
+}
+
+// codeHas reports a shell command line (sh -c CODE …, eval …) whose code
+// contains marker: a file name or input line put there becomes code.
+func codeHas(cmd []arg, marker string) bool {
+	if len(cmd) == 0 {
+		return false
+	}
+	prog := progName(cmd[0].val)
+	if prog == "eval" {
+		for _, a := range cmd[1:] {
+			if strings.Contains(a.val, marker) {
+				return true
+			}
+		}
+		return false
+	}
+	if !shells[prog] {
+		return false
+	}
+	for i, a := range cmd[1:] {
+		if a.isFlag() && !strings.HasPrefix(a.val, "--") && strings.Contains(a.val, "c") {
+			return i+2 < len(cmd) && strings.Contains(cmd[i+2].val, marker)
+		}
+		if !a.isFlag() {
+			break
+		}
+	}
+	return false
+}
+
+// traceRule: strace and ltrace can attach to other processes, write their
+// log into a command (-o '|cmd') and set the traced program's environment.
+func (c *checker) traceRule(prog string, cl callCtx) string {
+	args := cl.args
+	for i, a := range args[1:] {
+		i++
+		if !a.lit {
+			continue
+		}
+		v := a.val
+		if _, _, ok := longOpt(v, "attach"); ok || v == "-p" || strings.HasPrefix(v, "-p") && isDigits(v[2:]) {
+			return "attaching to a running process (" + prog + " -p)"
+		}
+		var out arg
+		found := false
+		if val, has, ok := longOpt(v, "output"); ok {
+			out, _, found = optValue(args, i, val, has)
+		} else if v == "-o" || strings.HasPrefix(v, "-o") {
+			out, _, found = optValue(args, i, v[2:], len(v) > 2)
+		}
+		if found {
+			if !out.lit {
+				return "non-literal " + prog + " -o"
+			}
+			if strings.HasPrefix(out.val, "|") || strings.HasPrefix(out.val, "!") {
+				return c.nested(out.val[1:])
+			}
+			if r := c.write(out, prog+" -o"); r != "" {
+				return r
+			}
+		}
+		var env arg
+		found = false
+		if val, has, ok := longOpt(v, "env"); ok {
+			env, _, found = optValue(args, i, val, has)
+		} else if v == "-E" || strings.HasPrefix(v, "-E") {
+			env, _, found = optValue(args, i, v[2:], len(v) > 2)
+		}
+		if found {
+			name, _, _ := strings.Cut(env.val, "=")
+			if r := c.checkVar(name, assignValue(env, name)); r != "" {
+				return r
+			}
+		}
+	}
+	return ""
+}
+
+// unwrapParallel: GNU parallel runs its command once per input; with no
+// command, each input (after :::) is itself a command line.
+func (c *checker) unwrapParallel(cl callCtx) string {
+	args := cl.args
+	for i, a := range args[1:] {
+		if a.lit && (a.val == ":::" || a.val == "::::" || a.val == ":::+") {
+			if i == 0 {
+				return c.evalEach("parallel", args[i+2:])
+			}
+			break
+		}
+	}
+	return c.scanAll(cl, 1)
+}
+
+// evalEach gates each word as a command line of its own.
+func (c *checker) evalEach(what string, words []arg) string {
+	for _, w := range words {
+		if w.lit && strings.HasPrefix(w.val, ":::") {
+			continue
+		}
+		if r := c.codeArg(what, w); r != "" {
+			return r
+		}
+	}
+	return ""
+}
+
+// unwrapWatchexec: watchexec runs its command through a shell.
+func (c *checker) unwrapWatchexec(cl callCtx) string {
+	args := cl.args
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		if a.lit && a.val == "--" {
+			return c.gateCall(cl.with(args[i+1:]))
+		}
+		if a.isFlag() {
+			continue
+		}
+		return c.evalArgs("watchexec", args[i:])
+	}
+	return ""
+}
+
+// unwrapFd: fd -x/--exec and -X/--exec-batch run a command on the files found.
+func (c *checker) unwrapFd(cl callCtx) string {
+	args := cl.args
+	for i, a := range args {
+		if !a.lit {
+			continue
+		}
+		_, _, ok := longOptIn(a.val, "exec", "exec-batch")
+		if ok || a.val == "-x" || a.val == "-X" {
+			end := i + 1
+			for end < len(args) && !(args[end].lit && args[end].val == ";") {
+				end++
+			}
+			cmd := args[i+1 : end]
+			if len(cmd) > 0 && strings.Contains(cmd[0].val, "{") {
+				return "fd --exec runs the files it finds"
+			}
+			return c.gateCall(cl.with(cmd))
+		}
+	}
+	return c.runtimeArgs("fd", cl)
+}
+
+// xargsInput is what xargs reads its arguments from: a file (-a), or
+// standard input.
+func (c *checker) xargsInput(cl callCtx) value {
+	for _, a := range cl.args[1:] {
+		if !a.isFlag() {
+			break
+		}
+		if a.val == "-a" || strings.HasPrefix(a.val, "--arg") || strings.HasPrefix(a.val, "-a") && !strings.HasPrefix(a.val, "--") {
+			return runValue
+		}
+	}
+	return c.stdinValue(cl.stmt)
 }
 
 // gateFrom gates args[start:] as a command; with amb > 0 the next amb
@@ -164,6 +427,7 @@ func (c *checker) gateFrom(cl callCtx, start, amb int, dynTail bool) string {
 		tried++
 		sub := cl.with(args[i:])
 		sub.dynTail = cl.dynTail || dynTail
+		sub.tailRun = cl.tailRun && sub.dynTail
 		if r := c.gateCall(sub); r != "" {
 			return r
 		}
@@ -190,11 +454,13 @@ func (c *checker) scanAll(cl callCtx, from int) string {
 func (c *checker) unwrapEnv(cl callCtx) string {
 	args := cl.args
 	i := 1
+	var dir *arg
+	argv0 := ""
+loop:
 	for i < len(args) {
 		a := args[i]
-		if name, ok := assignPrefix(a); ok {
-			val := arg{lit: a.lit, val: strings.TrimPrefix(a.val, name+"=")}
-			if r := c.checkVar(name, val); r != "" {
+		if name, ok := envAssign(a); ok {
+			if r := c.checkVar(name, assignValue(a, name)); r != "" {
 				return r
 			}
 			i++
@@ -204,24 +470,103 @@ func (c *checker) unwrapEnv(cl callCtx) string {
 			break
 		}
 		v := a.val
+		hasVal := strings.Contains(v, "=")
 		switch {
 		case v == "--":
 			i++
-		case v == "-S" || v == "--split-string" || strings.HasPrefix(v, "--split-string=") || (strings.HasPrefix(v, "-S") && len(v) > 2):
+			break loop
+		case v == "-S" || strings.HasPrefix(v, "-S") && len(v) > 2 || isLongOf(v, "split-string"):
 			return c.envSplit(cl, i)
-		case v == "-u" || v == "--unset" || v == "-C" || v == "--chdir":
+		case v == "-C" || strings.HasPrefix(v, "-C") && len(v) > 2 || isLongOf(v, "chdir"):
+			val, has, _ := longOpt(v, "chdir")
+			if strings.HasPrefix(v, "-C") {
+				val, has = v[2:], len(v) > 2
+			}
+			d, next, ok := optValue(args, i, val, has)
+			if ok {
+				dir = &d
+			}
+			if next {
+				i++
+			}
+			i++
+		case v == "-a" || isLongOf(v, "argv0"):
+			val, has, _ := longOpt(v, "argv0")
+			n, next, _ := optValue(args, i, val, has)
+			if !n.lit {
+				return "non-literal env --argv0"
+			}
+			argv0 = n.val
+			if next {
+				i++
+			}
+			i++
+		case (v == "-u" || isLongOf(v, "unset")) && !hasVal:
 			i += 2
-			continue
 		case v == "-" || strings.HasPrefix(v, "-"):
 			i++
-			continue
+		default:
+			break loop
 		}
-		break
 	}
 	if i >= len(args) {
 		return "environment dump (env)"
 	}
-	return c.gateCall(cl.with(args[i:]))
+	sub := cl.with(args[i:])
+	if argv0 != "" {
+		if r := c.argv0(argv0, sub); r != "" {
+			return r
+		}
+	}
+	if dir != nil {
+		saved := c.cwd
+		c.chdir([]arg{*dir}, false)
+		defer func() { c.cwd = saved }()
+	}
+	return c.gateCall(sub)
+}
+
+// assignValue is the value part of a NAME=VALUE word.
+func assignValue(a arg, name string) arg {
+	v := a
+	v.val = strings.TrimPrefix(a.val, name+"=")
+	v.pat = strings.TrimPrefix(a.pat, name+"=")
+	return v
+}
+
+// varText is the text an assignment stores as far as the script shows:
+// all of it, or its literal parts when the rest comes from the tool's
+// environment ($NODE_OPTIONS --max-old-space-size=4096). Run-time text
+// has none.
+func varText(v arg) (string, bool) {
+	switch {
+	case v.lit || v.known:
+		return v.val, true
+	case v.pat != "" && !v.run():
+		return v.val, true
+	}
+	return "", false
+}
+
+// isLongOf reports a word that could be the long option full.
+func isLongOf(v, full string) bool {
+	_, _, ok := longOpt(v, full)
+	return ok
+}
+
+// envAssign: for env, every word with an = before the command is an
+// assignment, whatever its name (BASH_FUNC_ls%%=() { …; } included).
+func envAssign(a arg) (string, bool) {
+	if name, ok := assignPrefix(a); ok {
+		return name, true
+	}
+	if !a.lit || strings.HasPrefix(a.val, "-") {
+		return "", false
+	}
+	if name, _, ok := strings.Cut(a.val, "="); ok && name != "" {
+		return name, true
+	}
+	return "", false
 }
 
 // envSplit handles env -S 'cmd args' (the shebang helper): the string is
@@ -231,9 +576,10 @@ func (c *checker) envSplit(cl callCtx, i int) string {
 	v := args[i].val
 	var s arg
 	next := i + 1
+	val, hasVal, long := longOpt(v, "split-string")
 	switch {
-	case strings.HasPrefix(v, "--split-string="):
-		s = arg{lit: true, val: strings.TrimPrefix(v, "--split-string=")}
+	case long && hasVal:
+		s = arg{lit: true, val: val}
 	case strings.HasPrefix(v, "-S") && len(v) > 2:
 		s = arg{lit: true, val: v[2:]}
 	case next < len(args):
@@ -253,7 +599,7 @@ func (c *checker) envSplit(cl callCtx, i int) string {
 	if !ok || len(f.Stmts[0].Redirs) > 0 {
 		return "unparsable env -S string"
 	}
-	words := append(resolveAll(call.Args), args[next:]...)
+	words := append(c.resolveAll(call.Args), args[next:]...)
 	if len(words) == 0 {
 		return "environment dump (env)"
 	}
@@ -292,16 +638,15 @@ func (c *checker) unwrapSu(prog string, cl callCtx) string {
 			continue
 		}
 		v := a.val
+		cval, chas, isCmd := longOptIn(v, "command", "session-command")
 		switch {
-		case v == "-c" || v == "--command" || v == "--session-command":
-			if i+1 >= len(args) {
+		case v == "-c" || isCmd:
+			code, _, ok := optValue(args, i, cval, chas)
+			if !ok {
 				return ""
 			}
-			return c.codeArg(prog+" -c", args[i+1])
-		case strings.HasPrefix(v, "--command=") || strings.HasPrefix(v, "--session-command="):
-			_, code, _ := strings.Cut(v, "=")
-			return c.nested(code)
-		case prog == "runuser" && (v == "-u" || v == "--user"):
+			return c.codeArg(prog+" -c", code)
+		case prog == "runuser" && (v == "-u" || isLongOf(v, "user")):
 			j := i + 2
 			if j < len(args) && args[j].lit && args[j].val == "--" {
 				j++
@@ -310,7 +655,9 @@ func (c *checker) unwrapSu(prog string, cl callCtx) string {
 				return "interactive shell via runuser"
 			}
 			return c.gateCall(cl.with(args[j:]))
-		case v == "-s" || v == "--shell" || v == "-g" || v == "--group" || v == "-G" || v == "--supp-group" || v == "-w" || v == "--whitelist-environment":
+		case v == "-s" || v == "-g" || v == "-G" || v == "-w":
+			i++
+		case !strings.Contains(v, "=") && (isLongOf(v, "shell") || isLongOf(v, "group") || isLongOf(v, "supp-group") || isLongOf(v, "whitelist-environment")):
 			i++
 		case v == "-" || v == "--":
 		case strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "--"):
@@ -354,10 +701,10 @@ func (c *checker) unwrapWatch(cl callCtx) string {
 			i++
 			break
 		}
-		if v == "-x" || v == "--exec" {
+		if v == "-x" || isLongOf(v, "exec") {
 			exec = true
 		}
-		if v == "-n" || v == "--interval" || v == "-q" || v == "--equexit" {
+		if !strings.Contains(v, "=") && (v == "-n" || v == "-q" || isLongOf(v, "interval") || isLongOf(v, "equexit")) {
 			i++
 		}
 		i++
@@ -377,13 +724,13 @@ func (c *checker) unwrapFlock(cl callCtx) string {
 	i := 1
 	for i < len(args) && args[i].isFlag() {
 		v := args[i].val
-		if v == "-c" || v == "--command" {
-			if i+1 < len(args) {
-				return c.codeArg("flock -c", args[i+1])
+		if val, has, ok := longOpt(v, "command"); v == "-c" || ok {
+			if code, _, found := optValue(args, i, val, has); found {
+				return c.codeArg("flock -c", code)
 			}
 			return ""
 		}
-		if v == "-w" || v == "--wait" || v == "--timeout" || v == "-E" || v == "--conflict-exit-code" {
+		if !strings.Contains(v, "=") && (v == "-w" || v == "-E" || isLongOf(v, "wait") || isLongOf(v, "timeout") || isLongOf(v, "conflict-exit-code")) {
 			i++
 		}
 		i++
@@ -392,9 +739,9 @@ func (c *checker) unwrapFlock(cl callCtx) string {
 	if i >= len(args) {
 		return ""
 	}
-	if args[i].lit && (args[i].val == "-c" || args[i].val == "--command") {
-		if i+1 < len(args) {
-			return c.codeArg("flock -c", args[i+1])
+	if val, has, ok := longOpt(args[i].val, "command"); args[i].lit && (args[i].val == "-c" || ok) {
+		if code, _, found := optValue(args, i, val, has); found {
+			return c.codeArg("flock -c", code)
 		}
 		return ""
 	}
@@ -411,10 +758,13 @@ func (c *checker) unwrapScript(cl callCtx) string {
 			continue
 		}
 		v := a.val
-		if strings.HasPrefix(v, "--command=") {
-			return c.nested(strings.TrimPrefix(v, "--command="))
+		if val, has, ok := longOpt(v, "command"); ok {
+			if code, _, found := optValue(args, i, val, has); found {
+				return c.codeArg("script -c", code)
+			}
+			return ""
 		}
-		if v == "--command" || (!strings.HasPrefix(v, "--") && strings.HasSuffix(v, "c")) {
+		if !strings.HasPrefix(v, "--") && strings.HasSuffix(v, "c") {
 			if i+1 < len(args) {
 				return c.codeArg("script -c", args[i+1])
 			}
