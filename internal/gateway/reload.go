@@ -222,12 +222,13 @@ func (g *Gateway) watchPaths() []string {
 // a reload changes which token files the config names, the watch starts
 // again on the new set.
 func (g *Gateway) watch(ctx context.Context) {
-	for first := true; ctx.Err() == nil; first = false {
+	for ctx.Err() == nil {
 		paths := g.watchPaths()
 		wctx, cancel := context.WithCancel(ctx)
-		// A restarted watch looks once at once: a change made while the
-		// old one was closing would otherwise wait for the next event.
-		o := filewatch.Options{Paths: paths, Resync: g.resync, Logger: g.log, Immediate: !first}
+		// Each watch looks once as soon as it is set up: a change made
+		// since the files were read (at start, or while the previous watch
+		// was closing) would otherwise wait for the next event.
+		o := filewatch.Options{Paths: paths, Resync: g.resync, Logger: g.log, Immediate: true}
 		_ = filewatch.Run(wctx, o, func() {
 			g.Reload()
 			if !slices.Equal(g.watchPaths(), paths) {
