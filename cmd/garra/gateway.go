@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/garraia/garra/internal/chat/chatruntime"
+	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/gateway"
 )
 
@@ -19,9 +21,17 @@ POST /mcp exists only with gateway.mcp_http.enabled and a credential
 (gateway.api_key_file, gateway.api_key or GARRAIA_GATEWAY_API_KEY).
 Orchestrators authenticate with the tokens held in the files their key_file
 names or the environment variables their key_env names; the tokens for their
-sandboxes likewise (sandbox.token_file or sandbox.token_env). Files are read
-at start (sandbox tokens at each agent call); the process is non-dumpable, so
-no tool child can read its environment.
+sandboxes likewise (sandbox.token_file or sandbox.token_env). A token file
+may hold several tokens, one per line: each authenticates (a rotation's
+overlap); a sandbox is sent the first line. The config file and the token
+files are watched: a change that passes ` + "`garra config check`" + ` is applied
+live to new requests (calls in flight finish under the old policy); one
+that does not is logged, reported on /readyz and not applied. Listen
+address, data_dir, audit and the Telegram connection need a restart. On
+SIGTERM the gateway drains: /readyz and new requests answer 503, calls in
+flight get up to gateway.drain_seconds (default 30) to finish, then are cut
+with their timeout kind. The process is non-dumpable, so no tool child can
+read its environment.
 
 Each caller sees only what its policy allows: tools, resources (garra://status,
 garra://policy, garra://chats, garra://chats/{chat}) and prompts
@@ -34,6 +44,16 @@ tokens, prompts, answers or chat ids in clear. Error kinds: docs/errors.md.`,
 			cfg, src, err := o.loadConfig()
 			if err != nil {
 				return err
+			}
+			// Read once more and build from these very bytes, so that the
+			// hash /readyz reports is of the config in force.
+			var cfgBytes []byte
+			if src.Path != "" {
+				if data, err := os.ReadFile(src.Path); err == nil {
+					if again, err := config.FromBytes(data, o.getenv); err == nil {
+						cfg, cfgBytes = again, data
+					}
+				}
 			}
 			red, _ := processRedactor(cfg, o.getenv)
 			log := newLogger(cmd.ErrOrStderr(), red)
@@ -50,7 +70,7 @@ tokens, prompts, answers or chat ids in clear. Error kinds: docs/errors.md.`,
 			}
 			defer closeLogged(log, "chat store", chatRT)
 			g, err := gateway.New(gateway.Options{Config: cfg, Getenv: o.getenv, Logger: log, Version: version, Audit: auditLog,
-				Store: chatRT.Store, Sender: chatRT.Sender})
+				Store: chatRT.Store, Sender: chatRT.Sender, ConfigPath: src.Path, ConfigBytes: cfgBytes})
 			if err != nil {
 				return fmt.Errorf("gateway: %w", err)
 			}

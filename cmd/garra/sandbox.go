@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,6 +15,7 @@ import (
 
 func newSandboxCommand(o *rootOptions) *cobra.Command {
 	var workspace, listen, tokenFile string
+	var drainSeconds int
 	cmd := &cobra.Command{
 		Use:   "sandbox",
 		Short: "Serve the agent's tools on one workspace over MCP HTTP (runs in an orchestrator's pod)",
@@ -33,27 +35,44 @@ Environment (exactly one):
   GARRA_SANDBOX_TOKEN       the bearer token (at least 16 characters)
   GARRA_SANDBOX_TOKEN_FILE  a file holding it (or --token-file)
 
+A token file may hold several tokens, one per line, each accepted (the
+overlap of a rotation). It is re-read when it changes (a mounted Secret's
+update), so a rotated token works without a restart; a file that cannot
+be read or has a bad line is not applied and the tokens loaded before
+stay valid.
+
 The process is non-dumpable: bash, running as the same user, can read
 neither its environment nor its memory. Nothing a bash command starts
 outlives the call.
 
 Logs go to stderr, redacted; the first line names the bound address
 (msg="garra sandbox listening" addr=HOST:PORT). SIGTERM or SIGINT stops
-accepting and lets in-flight calls finish for up to 25 s.`,
+accepting and lets in-flight calls finish for up to --drain-seconds
+(default 25), then cancels what is left, which kills its bash process
+groups.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			token, err := sandboxToken(o.getenv, tokenFile, cmd.Flags().Changed("token-file"))
+			token, file, err := sandboxToken(o.getenv, tokenFile, cmd.Flags().Changed("token-file"))
 			if err != nil {
 				return usageError("sandbox: %v", err)
 			}
-			// The built-in rules plus the token itself, by value, belt and
-			// braces: nothing logs it.
-			log := newLogger(cmd.ErrOrStderr(), redact.Default().WithSecrets(token))
+			if drainSeconds < 1 || drainSeconds > 900 {
+				return usageError("sandbox: --drain-seconds: %d is outside [1, 900]", drainSeconds)
+			}
+			// The built-in rules plus the tokens themselves, by value, belt
+			// and braces: nothing logs them.
+			secrets := []string{token}
+			if file != "" {
+				secrets, _ = config.ReadSecretLines(file)
+			}
+			log := newLogger(cmd.ErrOrStderr(), redact.Default().WithSecrets(secrets...))
 			srv, err := sandbox.New(sandbox.Options{
-				Workspace: workspace,
-				Token:     token,
-				Logger:    log,
-				Version:   version,
+				Workspace:       workspace,
+				Token:           token,
+				TokenFile:       file,
+				Logger:          log,
+				Version:         version,
+				ShutdownTimeout: time.Duration(drainSeconds) * time.Second,
 			})
 			if err != nil {
 				if errors.Is(err, sandbox.ErrNoToken) || errors.Is(err, sandbox.ErrWeakToken) || errors.Is(err, sandbox.ErrWorkspace) {
@@ -68,29 +87,24 @@ accepting and lets in-flight calls finish for up to 25 s.`,
 	}
 	cmd.Flags().StringVar(&workspace, "workspace", "/workspace", "the workspace directory the tools work on (must exist; not a symlink)")
 	cmd.Flags().StringVar(&listen, "listen", ":8080", "address to listen on (host:port; port 0 picks a free one)")
+	cmd.Flags().IntVar(&drainSeconds, "drain-seconds", int(sandbox.DefaultShutdownTimeout/time.Second), "on SIGTERM, how long running calls may finish before they are cut")
 	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the bearer token (default $"+sandbox.TokenFileEnv+"; instead of $"+sandbox.TokenEnv+")")
 	return cmd
 }
 
-// sandboxToken is the bearer token from $GARRA_SANDBOX_TOKEN or from the
-// file --token-file (else $GARRA_SANDBOX_TOKEN_FILE) names; both is an
-// error, so that which one is live is never a question. "" with no error
-// means neither: sandbox.New refuses that.
-func sandboxToken(getenv func(string) string, flagFile string, flagSet bool) (string, error) {
-	file := flagFile
+// sandboxToken is the bearer token from $GARRA_SANDBOX_TOKEN, or the file
+// --token-file (else $GARRA_SANDBOX_TOKEN_FILE) names, which the server
+// reads (and re-reads) itself; both is an error, so that which one is
+// live is never a question. Neither, with no error: sandbox.New refuses
+// that.
+func sandboxToken(getenv func(string) string, flagFile string, flagSet bool) (token, file string, err error) {
+	file = flagFile
 	if !flagSet {
 		file = getenv(sandbox.TokenFileEnv)
 	}
-	token := getenv(sandbox.TokenEnv)
-	switch {
-	case file != "" && token != "":
-		return "", fmt.Errorf("%s and a token file are both set: set only one", sandbox.TokenEnv)
-	case file != "":
-		t, err := config.ReadSecretFile(file)
-		if err != nil {
-			return "", fmt.Errorf("token file: %w", err)
-		}
-		return t, nil
+	token = getenv(sandbox.TokenEnv)
+	if file != "" && token != "" {
+		return "", "", fmt.Errorf("%s and a token file are both set: set only one", sandbox.TokenEnv)
 	}
-	return token, nil
+	return token, file, nil
 }

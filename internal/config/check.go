@@ -89,6 +89,9 @@ func (c *Config) CheckWith(getenv func(string) string, readFile func(string) (st
 	if m.MaxHistoryMessages < 1 {
 		add("gateway.mcp_http.max_history_messages", "%d must be at least 1", m.MaxHistoryMessages)
 	}
+	if g.DrainSeconds < MinDrainSeconds || g.DrainSeconds > MaxDrainSeconds {
+		add("gateway.drain_seconds", "%d is outside [%d, %d]", g.DrainSeconds, MinDrainSeconds, MaxDrainSeconds)
+	}
 	if g.RateLimit.RequestsPerMinute < 1 {
 		add("gateway.rate_limit.requests_per_minute", "%d must be at least 1", g.RateLimit.RequestsPerMinute)
 	}

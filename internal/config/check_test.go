@@ -20,6 +20,8 @@ func TestCheck(t *testing.T) {
 		{"bad chat id", "channels: {telegram: {proactive_chat_ids: ['abc']}}", []string{"channels.telegram.proactive_chat_ids[0]"}},
 		{"agent_max_seconds low", "gateway: {mcp_http: {agent_max_seconds: 4}}", []string{"gateway.mcp_http.agent_max_seconds"}},
 		{"agent_max_seconds high", "gateway: {mcp_http: {agent_max_seconds: 601}}", []string{"gateway.mcp_http.agent_max_seconds"}},
+		{"drain_seconds negative", "gateway: {drain_seconds: -1}", []string{"gateway.drain_seconds"}},
+		{"drain_seconds high", "gateway: {drain_seconds: 901}", []string{"gateway.drain_seconds"}},
 		{"bad redact pattern", "gateway: {mcp_http: {redact_patterns: ['(unclosed']}}", []string{"gateway.mcp_http.redact_patterns[0]"}},
 		{"empty-matching redact patterns", `gateway: {mcp_http: {redact_patterns: ['corp-[0-9]{6}', 'a*', 'ok', '\b']}}`,
 			[]string{"gateway.mcp_http.redact_patterns[1]", "gateway.mcp_http.redact_patterns[3]"}},

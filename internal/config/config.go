@@ -127,7 +127,18 @@ type Gateway struct {
 	AllowedHosts []string  `json:"allowed_hosts,omitempty"`
 	RateLimit    RateLimit `json:"rate_limit"`
 	MCPHTTP      MCPHTTP   `json:"mcp_http"`
+	// DrainSeconds is how long a stopping gateway lets the calls in
+	// flight finish before it cuts them; 0 means DefaultDrainSeconds.
+	DrainSeconds int `json:"drain_seconds,omitempty"`
 }
+
+// Bounds and default of gateway.drain_seconds. The pod's termination
+// grace period must cover it (plus a few seconds to exit).
+const (
+	DefaultDrainSeconds = 30
+	MinDrainSeconds     = 1
+	MaxDrainSeconds     = 900
+)
 
 // RateLimit is the per-IP request limit of the gateway.
 type RateLimit struct {
@@ -218,6 +229,9 @@ func (c *Config) applyDefaults() {
 	if g.Listen == "" {
 		g.Listen = DefaultListen
 	}
+	if g.DrainSeconds == 0 {
+		g.DrainSeconds = DefaultDrainSeconds
+	}
 	if g.RateLimit.RequestsPerMinute == 0 {
 		g.RateLimit.RequestsPerMinute = 120
 	}
@@ -276,9 +290,10 @@ func Load(flagPath string, getenv func(string) string) (*Config, Source, error) 
 		data, err := os.ReadFile(expandHome(src.Path))
 		switch {
 		case err == nil:
-			if cfg, err = Parse(data); err != nil {
+			if cfg, err = FromBytes(data, getenv); err != nil {
 				return nil, src, fmt.Errorf("config %s: %w", src.Path, err)
 			}
+			return cfg, src, nil
 		case errors.Is(err, fs.ErrNotExist) && !src.Explicit:
 			src.Path = ""
 		default:
@@ -288,6 +303,22 @@ func Load(flagPath string, getenv func(string) string) (*Config, Source, error) 
 	cfg.applyDefaults()
 	cfg.applyEnv(getenv)
 	return cfg, src, nil
+}
+
+// FromBytes is Load of a file's content already read: Parse, then the
+// defaults, then the environment overrides. A process that re-reads its
+// file uses it so that what it hashes is exactly what it parsed.
+func FromBytes(data []byte, getenv func(string) string) (*Config, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	cfg, err := Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	cfg.applyDefaults()
+	cfg.applyEnv(getenv)
+	return cfg, nil
 }
 
 // Parse decodes config.yml strictly: an unknown key is an error naming it.

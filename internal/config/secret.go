@@ -24,30 +24,72 @@ const MaxSecretFileBytes = 4 << 10
 // child that is not given an explicit environment; a file is read once,
 // can be rotated, and reaches no child.
 func ReadSecretFile(path string) (string, error) {
-	f, err := os.Open(path)
+	data, err := readSecretBytes(path)
 	if err != nil {
 		return "", err
-	}
-	defer func() { _ = f.Close() }()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is not a regular file", path)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxSecretFileBytes+1))
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", path, err)
-	}
-	if len(data) > MaxSecretFileBytes {
-		return "", fmt.Errorf("%s is larger than %d bytes", path, MaxSecretFileBytes)
 	}
 	s := strings.TrimSpace(string(data))
 	if s == "" {
 		return "", fmt.Errorf("%s is empty", path)
 	}
 	return s, nil
+}
+
+// ReadSecretLines reads a file holding one or more tokens, one per line,
+// with the checks of ReadSecretFile. Blank lines and the whitespace around
+// each token are ignored; a file with no token is an error. Several lines
+// are how a token is rotated without an outage: while the new one is
+// handed out, the old one, on the next line, still authenticates.
+func ReadSecretLines(path string) ([]string, error) {
+	data, err := readSecretBytes(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s is empty", path)
+	}
+	return out, nil
+}
+
+// readFirstLine is the token a client sends from a file of token lines:
+// the first, which is the newest during a rotation.
+func readFirstLine(path string) (string, error) {
+	lines, err := ReadSecretLines(path)
+	if err != nil {
+		return "", err
+	}
+	return lines[0], nil
+}
+
+// readSecretBytes is the bounded read of a regular file shared by the
+// secret readers.
+func readSecretBytes(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxSecretFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(data) > MaxSecretFileBytes {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, MaxSecretFileBytes)
+	}
+	return data, nil
 }
 
 // errNoSource is returned by secretFrom when neither key is set.
@@ -77,18 +119,31 @@ func secretFrom(envKey, env, fileKey, file string, getenv func(string) string, r
 	return "", fmt.Errorf("%s or %s: %w", envKey, fileKey, errNoSource)
 }
 
-// Token is the orchestrator's bearer token for the gateway: the variable
-// key_env names, or the content of key_file (exactly one of them is set).
-// An error means the orchestrator is disabled; it names the key, never the
-// token.
-func (o Orchestrator) Token(getenv func(string) string) (string, error) {
-	return secretFrom("key_env", o.KeyEnv, "key_file", o.KeyFile, getenv, ReadSecretFile)
+// Tokens are the orchestrator's bearer tokens for the gateway: the
+// variable key_env names, or every line of key_file (exactly one of them
+// is set); any of them authenticates it. An error means the orchestrator
+// is disabled; it names the key, never a token.
+func (o Orchestrator) Tokens(getenv func(string) string) ([]string, error) {
+	if o.KeyFile != "" && o.KeyEnv == "" {
+		lines, err := ReadSecretLines(o.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("key_file: %w", err)
+		}
+		return lines, nil
+	}
+	t, err := secretFrom("key_env", o.KeyEnv, "key_file", o.KeyFile, getenv, ReadSecretFile)
+	if err != nil {
+		return nil, err
+	}
+	return []string{t}, nil
 }
 
 // Token is the gateway's bearer token for the orchestrator's sandbox: the
-// variable token_env names, or the content of token_file.
+// variable token_env names, or the first line of token_file (the sandbox
+// accepts every line of its copy, so during a rotation the first is the
+// new token and the old one still works).
 func (s OrchestratorSandbox) Token(getenv func(string) string) (string, error) {
-	return secretFrom("token_env", s.TokenEnv, "token_file", s.TokenFile, getenv, ReadSecretFile)
+	return secretFrom("token_env", s.TokenEnv, "token_file", s.TokenFile, getenv, readFirstLine)
 }
 
 // ReadAPIKeyFile fills gateway.api_key from gateway.api_key_file, once,

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -91,7 +92,10 @@ func TestTokens(t *testing.T) {
 			o := Orchestrator{Name: "o", KeyEnv: tt.env, KeyFile: tt.file}
 			s := OrchestratorSandbox{URL: "http://s", TokenEnv: tt.env, TokenFile: tt.file}
 			for what, fn := range map[string]func() (string, error){
-				"key_": func() (string, error) { return o.Token(getenv) }, "token_": func() (string, error) { return s.Token(getenv) },
+				"key_": func() (string, error) {
+					ts, err := o.Tokens(getenv)
+					return strings.Join(ts, ","), err
+				}, "token_": func() (string, error) { return s.Token(getenv) },
 			} {
 				got, err := fn()
 				if tt.err == "" && (err != nil || got != tt.want) {
@@ -105,6 +109,51 @@ func TestTokens(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestReadSecretLines(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name, content string
+		want          []string
+		err           string
+	}{
+		{"one", "tok-a\n", []string{"tok-a"}, ""},
+		{"two with blanks", "\n  tok-new  \n\n\ttok-old\r\n", []string{"tok-new", "tok-old"}, ""},
+		{"blank only", " \n\n \n", nil, "is empty"},
+		{"too large", strings.Repeat("x", MaxSecretFileBytes+1), nil, "larger than"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := writeSecret(t, dir, strings.ReplaceAll(tt.name, " ", "-"), tt.content)
+			got, err := ReadSecretLines(f)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil || strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Fatalf("ReadSecretLines = %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+	// The orchestrator accepts every line; its sandbox is sent the first.
+	f := writeSecret(t, dir, "rot", "tok-new\ntok-old\n")
+	ts, err := Orchestrator{Name: "o", KeyFile: f}.Tokens(nil)
+	if err != nil || strings.Join(ts, ",") != "tok-new,tok-old" {
+		t.Errorf("Tokens = %q, %v", ts, err)
+	}
+	st, err := OrchestratorSandbox{URL: "http://s", TokenFile: f}.Token(nil)
+	if err != nil || st != "tok-new" {
+		t.Errorf("sandbox Token = %q, %v; want the first line", st, err)
+	}
+	vals := (&Config{Gateway: Gateway{MCPHTTP: MCPHTTP{Orchestrators: []Orchestrator{{Name: "o", KeyFile: f}}}}}).SecretValues(func(string) string { return "" })
+	for _, want := range []string{"tok-new", "tok-old"} {
+		if !slices.Contains(vals, want) {
+			t.Errorf("SecretValues = %d values, missing a line of a token file", len(vals))
+		}
 	}
 }
 

@@ -32,6 +32,12 @@ func (c *Config) SecretValues(getenv func(string) string) []string {
 			if v, err := ReadSecretFile(path); err == nil {
 				add(v)
 			}
+			// Each line on its own too: a token file may hold several.
+			if lines, err := ReadSecretLines(path); err == nil && len(lines) > 1 {
+				for _, l := range lines {
+					add(l)
+				}
+			}
 		}
 	}
 	add(c.Gateway.APIKey)

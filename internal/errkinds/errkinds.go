@@ -77,6 +77,8 @@ var Kinds = []Kind{
 		"Only telegram can be sent to."},
 	{"rate_limited", "gateway.KindRateLimited", "garra.mcp.v1 (http)",
 		"The shared send budget (5 per minute for the whole gateway) is spent. Wait a minute."},
+	{"draining", "gateway.KindDraining", "HTTP 503 body (http); audit",
+		"The gateway is shutting down (SIGTERM): calls in flight finish up to gateway.drain_seconds, new requests are refused. Retry; a restarted or other replica answers."},
 	{"channel_offline", "gateway.KindChannelOffline", "garra.mcp.v1 (http)",
 		"The channel is not running (e.g. no Telegram bot token)."},
 	{"delivery_failed", "gateway.KindDeliveryFailed", "garra.mcp.v1 (http)",
@@ -103,6 +105,8 @@ var Kinds = []Kind{
 var HTTP = []HTTPStatus{
 	{404, "", "404 page not found", "",
 		"gateway.mcp_http.enabled is false, or there is no gateway.api_key: the route does not exist (not 403, which would confirm something is there)."},
+	{503, "draining", "the gateway is shutting down: retry in a few seconds", "draining",
+		"A request that arrives after SIGTERM, while the calls in flight drain (up to gateway.drain_seconds); /readyz answers 503 draining first. Retry-After: 5."},
 	{429, "rate_limited", "too many requests", "rate_limited",
 		"The per-IP limit gateway.rate_limit.requests_per_minute is spent; Retry-After: 60. Counted in metrics, not in the audit file (a flood must not rotate it away)."},
 	{429, "rate_limited", "too many requests: a JSON-RPC batch counts each of its requests", "rate_limited",

@@ -48,6 +48,10 @@ type Options struct {
 	// Resync runs OnChange this often even without an event; 0 means
 	// DefaultResync, a negative value disables it.
 	Resync time.Duration
+	// Immediate runs OnChange once as soon as the watch is set up, for a
+	// caller that restarts its watch (on a new set of paths) and must not
+	// miss a change made in between.
+	Immediate bool
 	// Logger receives a warning when the watch cannot be set up (the
 	// periodic re-read then carries on alone).
 	Logger *slog.Logger
@@ -89,6 +93,9 @@ func Run(ctx context.Context, o Options, onChange func()) error {
 	quiet := time.NewTimer(time.Hour)
 	quiet.Stop()
 	defer quiet.Stop()
+	if o.Immediate {
+		onChange()
+	}
 
 	for {
 		select {

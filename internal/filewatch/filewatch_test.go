@@ -141,3 +141,19 @@ func TestNoCallsWithoutChange(t *testing.T) {
 		t.Fatalf("%d calls with nothing changed", n)
 	}
 }
+
+// Immediate looks once as soon as the watch is set up, with no event.
+func TestImmediateRunsOnceAtStart(t *testing.T) {
+	dir := t.TempDir()
+	calls := start(t, Options{Paths: []string{dir}, Resync: -1, Immediate: true})
+	waitCalls(t, calls, 1)
+	time.Sleep(200 * time.Millisecond)
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("onChange ran %d times without a change, want once", n)
+	}
+	quiet := start(t, Options{Paths: []string{dir}, Resync: -1})
+	time.Sleep(200 * time.Millisecond)
+	if n := quiet.Load(); n != 0 {
+		t.Fatalf("without Immediate, onChange ran %d times without a change", n)
+	}
+}

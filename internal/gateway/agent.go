@@ -33,7 +33,7 @@ func WorkspaceDir(dataDir, orchestrator string) string {
 // runAgent runs garra_agent for c: prompt in and everything out redacted
 // with the operator's patterns, session mcp-http-<caller>-<uuid>, tools in
 // the caller's sandbox pod or its own local workspace.
-func (g *Gateway) runAgent(ctx context.Context, c Caller, req ask.Request, timeout time.Duration) agent.Envelope {
+func (g *policy) runAgent(ctx context.Context, c Caller, req ask.Request, timeout time.Duration) agent.Envelope {
 	r := &agent.Runner{Redactor: g.red, Now: g.now}
 	p, err := g.askCore.Provider(req.Provider)
 	if err != nil {
@@ -63,7 +63,7 @@ func (g *Gateway) runAgent(ctx context.Context, c Caller, req ask.Request, timeo
 // local workspace. It fails closed: no token for the sandbox is an
 // executor error; a local workspace that is not materialized gets the
 // refusing executor (see localExecutor).
-func (g *Gateway) executorFor(c Caller) (tools.Executor, func(), error) {
+func (g *policy) executorFor(c Caller) (tools.Executor, func(), error) {
 	noop := func() {}
 	if c.Sandbox != nil && c.Sandbox.URL != "" {
 		token, err := c.Sandbox.Token(g.getenv)
@@ -94,7 +94,7 @@ func (g *Gateway) executorFor(c Caller) (tools.Executor, func(), error) {
 // j. With no workspace (j nil, dir ""), every file tool denies every path
 // and bash, where the profile would offer it, is listed but refuses to
 // run: the tools the model sees do not change, only what they may touch.
-func (g *Gateway) localExecutor(j *jail.Jail, dir string) tools.Executor {
+func (g *policy) localExecutor(j *jail.Jail, dir string) tools.Executor {
 	exposure := tools.DecideBash(tools.ExposureInput{
 		Profile: g.cfg.Execution.Profile, Mode: g.cfg.Agent.Sandbox.Mode, Backend: g.cfg.Agent.Sandbox.Backend,
 		Allowlist: g.cfg.Agent.Sandbox.Allowlist, Elevated: g.cfg.Agent.Sandbox.Elevated, LookPath: exec.LookPath,
@@ -150,7 +150,7 @@ func (refusedBash) Run(context.Context, string, string) (string, int, error) {
 // orchestrator that can run garra_agent without a sandbox pod. This is the
 // only place one is created: a workspace missing (or replaced) later is
 // not recreated by a call, which fails closed instead.
-func (g *Gateway) materializeWorkspaces() {
+func (g *policy) materializeWorkspaces() {
 	for _, cr := range g.creds {
 		c := cr.caller
 		if c.Owner || (c.Sandbox != nil && c.Sandbox.URL != "") || !slices.Contains(Visible(c, g.switches), ToolAgent) {

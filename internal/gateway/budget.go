@@ -62,11 +62,23 @@ func (b *Budget) Remaining() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.expire(b.now())
-	return b.limit - len(b.taken)
+	return max(0, b.limit-len(b.taken))
 }
 
 // Limit is the budget's size.
-func (b *Budget) Limit() int { return b.limit }
+func (b *Budget) Limit() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.limit
+}
+
+// SetLimit changes the budget's size (below 1 is raised to 1) and keeps
+// what the window has already spent: a reload must not refill a budget.
+func (b *Budget) SetLimit(limit int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.limit = max(1, limit)
+}
 
 func (b *Budget) expire(t time.Time) {
 	cut := 0

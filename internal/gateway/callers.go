@@ -18,8 +18,8 @@ type credential struct {
 }
 
 // callersFrom builds the credentials: the owner's key, then one per
-// orchestrator whose token is available (the variable key_env names, or
-// the file key_file names). An orchestrator without one (variable unset or
+// token of each orchestrator whose token is available (the variable
+// key_env names, or each line of the file key_file names). An orchestrator without one (variable unset or
 // empty, file unreadable or empty, or both keys set) is disabled with one
 // warning: an empty token must never authenticate anyone.
 func callersFrom(cfg *config.Config, getenv func(string) string, log *slog.Logger) []credential {
@@ -34,7 +34,7 @@ func callersFrom(cfg *config.Config, getenv func(string) string, log *slog.Logge
 				"fix", "rename it; `garra config check` lists the reserved names")
 			continue
 		}
-		token, err := o.Token(getenv)
+		tokens, err := o.Tokens(getenv)
 		if err != nil {
 			log.Warn("orchestrator disabled: no token", "orchestrator", o.Name, "error", err.Error(),
 				"fix", "set the variable key_env names in the gateway's environment, or key_file to a readable file holding the token")
@@ -51,7 +51,10 @@ func callersFrom(cfg *config.Config, getenv func(string) string, log *slog.Logge
 				c.Denied = append(c.Denied, t)
 			}
 		}
-		creds = append(creds, credential{sha256.Sum256([]byte(token)), c})
+		// Every line of a token file is valid: the overlap of a rotation.
+		for _, token := range tokens {
+			creds = append(creds, credential{sha256.Sum256([]byte(token)), c})
+		}
 	}
 	return creds
 }

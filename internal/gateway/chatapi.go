@@ -49,11 +49,15 @@ const (
 
 var webChatID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
-// mountChatAPI registers the chat API on mux (nothing without a key).
-func (g *Gateway) mountChatAPI(mux *http.ServeMux) {
+// chatAPIRoutes are the chat API's patterns, registered once; each
+// request finds its handler in the policy in force (404 without a key).
+var chatAPIRoutes = []string{"GET /api/sessions", "GET /api/sessions/{id}/messages", "POST /api/sessions/{id}/messages"}
+
+// chatAPI builds this policy's chat API handlers (nil without a key).
+func (g *policy) chatAPI() map[string]http.Handler {
 	if g.cfg.Gateway.APIKey == "" {
 		g.log.Info("chat API not mounted: /api/sessions needs a credential", "fix", "set gateway.api_key or GARRAIA_GATEWAY_API_KEY")
-		return
+		return nil
 	}
 	creds := g.creds
 	if creds == nil { // the MCP bridge is off: same credentials, quietly
@@ -68,9 +72,11 @@ func (g *Gateway) mountChatAPI(mux *http.ServeMux) {
 		x = originGuard(refused, x)
 		return g.limiter.middleware(refused, x)
 	}
-	mux.Handle("GET /api/sessions", wrap(g.apiListSessions))
-	mux.Handle("GET /api/sessions/{id}/messages", wrap(g.apiReadMessages))
-	mux.Handle("POST /api/sessions/{id}/messages", wrap(g.apiPostMessage))
+	return map[string]http.Handler{
+		chatAPIRoutes[0]: wrap(g.apiListSessions),
+		chatAPIRoutes[1]: wrap(g.apiReadMessages),
+		chatAPIRoutes[2]: wrap(g.apiPostMessage),
+	}
 }
 
 // requireOwner refuses every caller but the gateway key's holder.
@@ -87,7 +93,7 @@ func requireOwner(onRefuse func(kind string), next http.Handler) http.Handler {
 
 // chatRecorder is the writer behind Options.Store, when it has one (the
 // SQLite store does; chat.Empty does not).
-func (g *Gateway) chatRecorder() chat.Recorder {
+func (g *policy) chatRecorder() chat.Recorder {
 	r, _ := g.store.(chat.Recorder)
 	return r
 }
@@ -99,7 +105,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func (g *Gateway) apiListSessions(w http.ResponseWriter, r *http.Request) {
+func (g *policy) apiListSessions(w http.ResponseWriter, r *http.Request) {
 	channel := r.URL.Query().Get("channel")
 	if channel != "" && channel != chat.ChannelTelegram && channel != chat.ChannelWeb {
 		writeJSONError(w, http.StatusBadRequest, "invalid_params", "channel: must be telegram or web")
@@ -117,7 +123,7 @@ func (g *Gateway) apiListSessions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"sessions": convs})
 }
 
-func (g *Gateway) apiReadMessages(w http.ResponseWriter, r *http.Request) {
+func (g *policy) apiReadMessages(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	limit := g.cfg.Gateway.MCPHTTP.MaxHistoryMessages
 	if v := r.URL.Query().Get("limit"); v != "" {
@@ -144,7 +150,7 @@ func (g *Gateway) apiReadMessages(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"chat": id, "messages": msgs})
 }
 
-func (g *Gateway) apiPostMessage(w http.ResponseWriter, r *http.Request) {
+func (g *policy) apiPostMessage(w http.ResponseWriter, r *http.Request) {
 	rec := g.chatRecorder()
 	if rec == nil {
 		writeJSONError(w, http.StatusServiceUnavailable, "unavailable", "no conversation store is configured")

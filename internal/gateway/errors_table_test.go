@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -32,8 +33,11 @@ func TestErrorTableHTTPRowsMatchTheGateway(t *testing.T) {
 		status, b := request(t, method, url, token, body, hdr)
 		return result{status, b}
 	}
+	drained := start(t, "gateway:\n  api_key: "+ownerKey+"\n  mcp_http: {enabled: true}\n", nil)
+	drained.gw.Drain(time.Millisecond) // nothing in flight: returns at once
 	scenarios := map[string]func() result{
-		"404 page not found": func() result { return do("POST", off.url, ownerKey, toolsList, nil) },
+		gateway.DrainingMessage: func() result { return do("POST", drained.url, ownerKey, toolsList, nil) },
+		"404 page not found":    func() result { return do("POST", off.url, ownerKey, toolsList, nil) },
 		"too many requests": func() result {
 			do("POST", limited.url, ownerKey, toolsList, nil)
 			return do("POST", limited.url, ownerKey, toolsList, nil)
@@ -90,7 +94,7 @@ func TestErrorTableHTTPRowsMatchTheGateway(t *testing.T) {
 		})
 	}
 	// The audit kinds of the table are the metric labels the gateway uses.
-	m := metricsText(t, h.url)
+	m := metricsText(t, h.url) + metricsText(t, drained.url)
 	for _, row := range errkinds.HTTP {
 		if row.Audit != "" && row.Audit != "rate_limited" && !strings.Contains(m, `garra_mcp_refusals_total{kind="`+row.Audit+`"}`) {
 			t.Errorf("metrics have no refusal %q:\n%s", row.Audit, grep(m, "refusals"))

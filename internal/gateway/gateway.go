@@ -10,8 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,34 +43,71 @@ type Options struct {
 	// Audit receives one line per tool call, resource read and refusal;
 	// nil = no audit file (the stderr line is written either way).
 	Audit *audit.Log
+	// ConfigPath is the file Config was read from, re-read on change by
+	// Run (see Reload); "" = no live reload. ConfigBytes is its content
+	// as read, whose hash /readyz reports.
+	ConfigPath  string
+	ConfigBytes []byte
+	// ReloadResync is how often Run re-reads the files even without a
+	// change event; 0 = filewatch.DefaultResync.
+	ReloadResync time.Duration
 }
 
-// Gateway is a configured gateway; Handler serves it.
+// Gateway is a configured gateway; Handler serves it. What a config
+// decides lives in a policy snapshot, swapped whole on a reload; what
+// must outlive a reload (budgets' spending, the per-IP limiter, metrics,
+// the audit file, the chat store) lives here.
 type Gateway struct {
-	cfg         *config.Config
 	getenv      func(string) string
 	log         *slog.Logger
 	version     string
 	store       chat.Store
 	sender      chat.Sender
-	switches    Switches
-	creds       []credential
-	servers     map[string]*mcp.Server // by caller name
-	askCore     *ask.Core
-	red         *redact.Redactor // built-ins + redact_patterns + secret values
-	builtinRed  *redact.Redactor // built-ins + secret values (history, ask success)
+	newProvider ask.NewProviderFunc
 	sendBudget  *Budget
 	askBudget   *Budget
 	agentBudget *Budget
-	egress      *tools.EgressGuard // web_fetch in local workspaces
 	limiter     *RateLimiter
 	metrics     *metrics
 	audit       *audit.Log
 	now         func() time.Time
 	started     time.Time
-	mounted     bool
 	sdkLog      *slog.Logger
 	reqCtx      *requestContexts
+
+	cur        atomic.Pointer[policy]
+	configPath string
+	resync     time.Duration
+	reload     reloadState
+
+	// Draining: flightMu orders the draining flag against flight.Add, so
+	// that no request is counted after the drain started waiting.
+	flightMu sync.Mutex
+	draining bool
+	flight   sync.WaitGroup
+	hardStop chan struct{} // closed at the drain deadline
+	stopOnce sync.Once
+}
+
+// policy is one configuration's immutable view: the config, the callers
+// and their MCP servers, redactors, the ask core. A request loads it once
+// and finishes under it, whatever is swapped in meanwhile. The embedded
+// Gateway gives its handlers the shared parts.
+type policy struct {
+	*Gateway
+	cfg         *config.Config
+	hash        string // sha256:<hex> of the config file's bytes; "" without a file
+	fingerprint string // hash plus the token files' contents
+	switches    Switches
+	creds       []credential
+	servers     map[string]*mcp.Server // by caller name
+	askCore     *ask.Core
+	red         *redact.Redactor   // built-ins + redact_patterns + secret values
+	builtinRed  *redact.Redactor   // built-ins + secret values (history, ask success)
+	egress      *tools.EgressGuard // web_fetch in local workspaces
+	mounted     bool
+	mcp         http.Handler            // nil when /mcp is not mounted
+	api         map[string]http.Handler // chat API routes; nil without a key
 }
 
 // warnOnly passes records of level warn and above.
@@ -111,6 +149,43 @@ func New(o Options) (*Gateway, error) {
 	}
 	cfg := o.Config
 	m := cfg.Gateway.MCPHTTP
+	g := &Gateway{
+		getenv: o.Getenv, log: o.Logger, version: o.Version,
+		store: o.Store, sender: o.Sender, newProvider: o.NewProvider,
+		sendBudget:  NewBudget(SendBudgetPerMinute, time.Minute, o.Now),
+		askBudget:   NewBudget(m.AskBudgetPerMinute, time.Minute, o.Now),
+		agentBudget: NewBudget(m.AgentBudgetPerMinute, time.Minute, o.Now),
+		limiter:     NewRateLimiter(max(1, cfg.Gateway.RateLimit.RequestsPerMinute), time.Minute, o.Now),
+		audit:       o.Audit,
+		reqCtx:      newRequestContexts(),
+		now:         o.Now,
+		started:     o.Now(),
+		configPath:  o.ConfigPath,
+		resync:      o.ReloadResync,
+		hardStop:    make(chan struct{}),
+	}
+	// The SDK logs every stateless POST at info (connect, disconnect):
+	// keep only its warnings.
+	g.sdkLog = slog.New(warnOnly{o.Logger.Handler()})
+	g.metrics = newMetrics(map[string]*Budget{"send": g.sendBudget, "ask": g.askBudget, "agent": g.agentBudget})
+	hash := ""
+	if o.ConfigBytes != nil {
+		hash = configHash(o.ConfigBytes)
+	}
+	p, err := g.newPolicy(cfg, hash, fingerprint(hash, cfg))
+	if err != nil {
+		return nil, err
+	}
+	g.cur.Store(p)
+	g.reload.set(true, nil)
+	g.metrics.loaded(hash)
+	return g, nil
+}
+
+// newPolicy builds the snapshot of cfg. It validates what the tools
+// cannot run without; everything else fails closed with a warning.
+func (g *Gateway) newPolicy(cfg *config.Config, hash, fp string) (*policy, error) {
+	m := cfg.Gateway.MCPHTTP
 	if m.AgentMaxSeconds < config.MinAgentMaxSeconds || m.AgentMaxSeconds > config.MaxAgentMaxSeconds {
 		return nil, fmt.Errorf("gateway.mcp_http.agent_max_seconds: %d is outside [%d, %d]", m.AgentMaxSeconds, config.MinAgentMaxSeconds, config.MaxAgentMaxSeconds)
 	}
@@ -119,33 +194,19 @@ func New(o Options) (*Gateway, error) {
 	}
 	red, badPatterns := redact.New(m.RedactPatterns)
 	for _, err := range badPatterns {
-		o.Logger.Warn("redact pattern ignored", "error", err, "fix", "run garra config check")
+		g.log.Warn("redact pattern ignored", "error", err, "fix", "run garra config check")
 	}
 	// Every key and token this process holds is redacted by value too,
 	// whatever its shape: in answers, errors, history and summaries.
-	secrets := cfg.SecretValues(o.Getenv)
-	red = red.WithSecrets(secrets...)
-	g := &Gateway{
-		cfg: cfg, getenv: o.Getenv, log: o.Logger, version: o.Version,
-		store: o.Store, sender: o.Sender,
-		switches:    SwitchesFrom(cfg),
-		red:         red,
-		builtinRed:  redact.Default().WithSecrets(secrets...),
-		sendBudget:  NewBudget(SendBudgetPerMinute, time.Minute, o.Now),
-		askBudget:   NewBudget(m.AskBudgetPerMinute, time.Minute, o.Now),
-		agentBudget: NewBudget(m.AgentBudgetPerMinute, time.Minute, o.Now),
-		egress:      webFetchGuard(m, o.Logger),
-		limiter:     NewRateLimiter(max(1, cfg.Gateway.RateLimit.RequestsPerMinute), time.Minute, o.Now),
-		audit:       o.Audit,
-		reqCtx:      newRequestContexts(),
-		now:         o.Now,
-		started:     o.Now(),
+	secrets := cfg.SecretValues(g.getenv)
+	p := &policy{
+		Gateway: g, cfg: cfg, hash: hash, fingerprint: fp,
+		switches:   SwitchesFrom(cfg),
+		red:        red.WithSecrets(secrets...),
+		builtinRed: redact.Default().WithSecrets(secrets...),
+		egress:     webFetchGuard(m, g.log),
 	}
-	// The SDK logs every stateless POST at info (connect, disconnect):
-	// keep only its warnings.
-	g.sdkLog = slog.New(warnOnly{o.Logger.Handler()})
-	g.askCore = &ask.Core{Config: cfg, Redactor: g.builtinRed, Getenv: o.Getenv, NewProvider: o.NewProvider, Retries: ask.DefaultRetries, Now: o.Now}
-	g.metrics = newMetrics(map[string]*Budget{"send": g.sendBudget, "ask": g.askBudget, "agent": g.agentBudget})
+	p.askCore = &ask.Core{Config: cfg, Redactor: p.builtinRed, Getenv: g.getenv, NewProvider: g.newProvider, Retries: ask.DefaultRetries, Now: g.now}
 
 	switch {
 	case !m.Enabled:
@@ -154,13 +215,16 @@ func New(o Options) (*Gateway, error) {
 		g.log.Warn("MCP bridge NOT mounted: gateway.mcp_http.enabled is true but there is no credential; /mcp answers 404",
 			"fix", "set gateway.api_key or "+config.EnvGatewayAPIKey)
 	default:
-		g.mounted = true
-		g.creds = callersFrom(cfg, o.Getenv, g.log)
-		g.servers = map[string]*mcp.Server{}
-		for _, c := range g.creds {
-			g.servers[c.caller.Name] = g.newMCPServer(c.caller)
+		p.mounted = true
+		p.creds = callersFrom(cfg, g.getenv, g.log)
+		p.servers = map[string]*mcp.Server{}
+		for _, c := range p.creds {
+			if _, ok := p.servers[c.caller.Name]; !ok {
+				p.servers[c.caller.Name] = p.newMCPServer(c.caller)
+			}
 		}
-		g.materializeWorkspaces()
+		p.materializeWorkspaces()
+		p.mcp = p.mcpHandler()
 		host := "so loopback"
 		if len(cfg.Gateway.AllowedHosts) > 0 {
 			host = fmt.Sprintf("loopback + %d allowed_hosts", len(cfg.Gateway.AllowedHosts))
@@ -168,27 +232,59 @@ func New(o Options) (*Gateway, error) {
 		g.log.Info(fmt.Sprintf("ponte MCP Streamable HTTP montada (host: %s) rota=/mcp envio_liberado=%t destinos_liberados=%d",
 			host, m.AllowSend, len(cfg.Channels.Telegram.ProactiveChatIDs)))
 	}
-	return g, nil
+	p.api = p.chatAPI()
+	return p, nil
 }
 
-// Handler is the gateway's HTTP surface.
+// Handler is the gateway's HTTP surface. Each request loads the policy
+// in force once; /mcp and the chat API exist when that policy mounts them.
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", g.readyz)
 	mux.Handle("GET /metrics", g.metrics.handler())
-	if g.mounted {
-		mux.Handle("/mcp", g.mcpHandler())
+	mux.Handle("/mcp", g.inFlight(func(p *policy) http.Handler { return p.mcp }))
+	for _, route := range chatAPIRoutes {
+		mux.Handle(route, g.inFlight(func(p *policy) http.Handler { return p.api[route] }))
 	}
-	g.mountChatAPI(mux)
 	return mux
 }
+
+// inFlight serves a request with the handler pick finds in the current
+// policy (404 when there is none), counted for the drain; while draining,
+// new requests get 503.
+func (g *Gateway) inFlight(pick func(*policy) http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := pick(g.cur.Load())
+		if h == nil {
+			http.NotFound(w, r)
+			return
+		}
+		g.flightMu.Lock()
+		if g.draining {
+			g.flightMu.Unlock()
+			g.refusedHTTP(KindDraining)
+			w.Header().Set("Retry-After", "5")
+			writeJSONError(w, http.StatusServiceUnavailable, KindDraining, DrainingMessage)
+			return
+		}
+		g.flight.Add(1)
+		g.flightMu.Unlock()
+		defer g.flight.Done()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// DrainingMessage is the 503 message of a request that arrives while the
+// gateway is shutting down.
+const DrainingMessage = "the gateway is shutting down: retry in a few seconds"
 
 // mcpHandler stacks the layers in the spec's places: rate limit and origin
 // guard (inherited router layers), Host validation, the api-key gate, the
 // rest of a batch's charge against the rate limit, the Accept rule, then
-// the SDK's stateless JSON transport (415, 413).
-func (g *Gateway) mcpHandler() http.Handler {
+// the SDK's stateless JSON transport (415, 413). It is this policy's: its
+// callers, its servers, its allowed hosts.
+func (g *policy) mcpHandler() http.Handler {
 	sdk := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		c, ok := callerFrom(r.Context())
 		if !ok {
@@ -225,39 +321,5 @@ func (g *Gateway) refusedHTTP(kind string) {
 	g.metrics.refused(kind)
 	if kind != KindRateLimited {
 		g.audit.Record(audit.Record{Surface: audit.SurfaceHTTP, Outcome: audit.OutcomeRefused, Kind: kind})
-	}
-}
-
-func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	if _, err := g.store.Conversations(ctx, ""); err != nil {
-		http.Error(w, "conversation store unavailable", http.StatusServiceUnavailable)
-		return
-	}
-	_, _ = w.Write([]byte("ok\n"))
-}
-
-// Run serves on gateway.listen until ctx ends, then shuts down gracefully.
-// ready, when not nil, receives the bound address once listening.
-func (g *Gateway) Run(ctx context.Context, ready func(addr net.Addr)) error {
-	ln, err := net.Listen("tcp", g.cfg.Gateway.Listen)
-	if err != nil {
-		return fmt.Errorf("gateway.listen %s: %w", g.cfg.Gateway.Listen, err)
-	}
-	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	g.log.Info("garra gateway listening", "addr", ln.Addr().String())
-	if ready != nil {
-		ready(ln.Addr())
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-		shutdown, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		return srv.Shutdown(shutdown)
 	}
 }

@@ -16,6 +16,8 @@ type metrics struct {
 	calls    *prometheus.CounterVec
 	refusals *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	reloads  *prometheus.CounterVec
+	config   *prometheus.GaugeVec
 }
 
 func newMetrics(budgets map[string]*Budget) *metrics {
@@ -31,8 +33,14 @@ func newMetrics(budgets map[string]*Budget) *metrics {
 			Name: "garra_mcp_call_duration_seconds", Help: "MCP tool call latency.",
 			Buckets: []float64{.001, .005, .025, .1, .5, 1, 5, 15, 60, 300, 600},
 		}, []string{"tool"}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "garra_config_reload_total", Help: "Config re-reads by result (applied, rejected, unchanged).",
+		}, []string{"result"}),
+		config: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "garra_config_info", Help: "The config in force, by the sha256 of its file (always 1).",
+		}, []string{"hash"}),
 	}
-	m.registry.MustRegister(m.calls, m.refusals, m.latency,
+	m.registry.MustRegister(m.calls, m.refusals, m.latency, m.reloads, m.config,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for name, b := range budgets {
 		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -48,6 +56,14 @@ func (m *metrics) observe(tool, outcome, kind string, d time.Duration) {
 	m.latency.WithLabelValues(tool).Observe(d.Seconds())
 	if kind != "" && outcome == "refused" {
 		m.refusals.WithLabelValues(kind).Inc()
+	}
+}
+
+// loaded makes hash the one config_info series (none without a file).
+func (m *metrics) loaded(hash string) {
+	m.config.Reset()
+	if hash != "" {
+		m.config.WithLabelValues(hash).Set(1)
 	}
 }
 

@@ -36,6 +36,7 @@ const (
 	KindTargetNotAllowed   = "target_not_allowed"
 	KindChannelUnsupported = "channel_unsupported"
 	KindRateLimited        = "rate_limited"
+	KindDraining           = "draining"
 	KindChannelOffline     = "channel_offline"
 	KindDeliveryFailed     = "delivery_failed"
 	KindAskDisabled        = "ask_disabled"

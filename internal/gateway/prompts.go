@@ -19,7 +19,7 @@ import (
 // garra_agent, so no caller is handed a request it would see refused.
 // Prompts are registered per caller, so a prompt it lacks is the SDK's own
 // "unknown prompt" (-32602).
-func (g *Gateway) addPrompts(s *mcp.Server, c Caller) {
+func (g *policy) addPrompts(s *mcp.Server, c Caller) {
 	vis := Visible(c, g.switches)
 	s.AddPrompt(mcpprompts.OnboardPrompt(), func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		in, err := mcpprompts.ParseOnboard(req.Params.Arguments, g.endpoint())
@@ -49,7 +49,7 @@ func (g *Gateway) addPrompts(s *mcp.Server, c Caller) {
 
 // endpoint is the default onboarding URL: this gateway's listen address,
 // with an unspecified host (0.0.0.0, ::) shown as loopback.
-func (g *Gateway) endpoint() string {
+func (g *policy) endpoint() string {
 	host, port, err := net.SplitHostPort(g.cfg.Gateway.Listen)
 	if err != nil {
 		return "http://" + config.DefaultListen + "/mcp"

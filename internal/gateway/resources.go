@@ -65,7 +65,7 @@ const jsonMIME = "application/json"
 
 // addResources registers every resource on c's server; the read handlers
 // and the list filter apply the policy.
-func (g *Gateway) addResources(s *mcp.Server, c Caller) {
+func (g *policy) addResources(s *mcp.Server, c Caller) {
 	s.AddResource(&mcp.Resource{URI: ResourceStatus, Name: "status", Title: "Gateway status", MIMEType: jsonMIME,
 		Description: "What garra_status returns: version, uptime, channels, conversations (garra.mcp.v1)."}, g.readStatus(c))
 	s.AddResource(&mcp.Resource{URI: ResourcePolicy, Name: "policy", Title: "This caller's policy", MIMEType: jsonMIME,
@@ -113,7 +113,7 @@ func refusedRead(ctx context.Context, resource, target, uri string) error {
 	return notFound(uri)
 }
 
-func (g *Gateway) readStatus(c Caller) mcp.ResourceHandler {
+func (g *policy) readStatus(c Caller) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		if !ResourceVisible(c, g.switches, ResourceStatus) {
 			return nil, refusedRead(ctx, ResourceStatus, "", req.Params.URI)
@@ -155,7 +155,7 @@ type chatScope struct {
 }
 
 // policyFor is what garra://policy shows c now.
-func (g *Gateway) policyFor(c Caller) policyView {
+func (g *policy) policyFor(c Caller) policyView {
 	vis := Visible(c, g.switches)
 	has := func(t string) bool { return slices.Contains(vis, t) }
 	m := g.cfg.Gateway.MCPHTTP
@@ -196,7 +196,7 @@ func (g *Gateway) policyFor(c Caller) policyView {
 	return p
 }
 
-func (g *Gateway) readPolicy(c Caller) mcp.ResourceHandler {
+func (g *policy) readPolicy(c Caller) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		b, err := json.Marshal(g.policyFor(c))
 		if err != nil {
@@ -213,7 +213,7 @@ type chatRow struct {
 	URI string `json:"uri"`
 }
 
-func (g *Gateway) readChats(c Caller) mcp.ResourceHandler {
+func (g *policy) readChats(c Caller) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		if !ResourceVisible(c, g.switches, ResourceChats) {
 			return nil, refusedRead(ctx, ResourceChats, "", req.Params.URI)
@@ -236,7 +236,7 @@ func (g *Gateway) readChats(c Caller) mcp.ResourceHandler {
 	}
 }
 
-func (g *Gateway) readChat(c Caller) mcp.ResourceHandler {
+func (g *policy) readChat(c Caller) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		uri := req.Params.URI
 		id, err := url.PathUnescape(strings.TrimPrefix(uri, chatURIPrefix))
@@ -276,7 +276,7 @@ func (g *Gateway) readChat(c Caller) mcp.ResourceHandler {
 // by the policy, and audits every resources/read (including URIs the SDK
 // itself answers as not found) and every call to a tool that does not
 // exist (the seven are audited by dispatch).
-func (g *Gateway) resourceMiddleware(c Caller) mcp.Middleware {
+func (g *policy) resourceMiddleware(c Caller) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch method {
@@ -302,7 +302,7 @@ func (g *Gateway) resourceMiddleware(c Caller) mcp.Middleware {
 	}
 }
 
-func (g *Gateway) auditedRead(ctx context.Context, c Caller, next mcp.MethodHandler, method string, req mcp.Request) (mcp.Result, error) {
+func (g *policy) auditedRead(ctx context.Context, c Caller, next mcp.MethodHandler, method string, req mcp.Request) (mcp.Result, error) {
 	uri := ""
 	if p, ok := req.GetParams().(*mcp.ReadResourceParams); ok && p != nil {
 		uri = p.URI
@@ -323,7 +323,7 @@ func (g *Gateway) auditedRead(ctx context.Context, c Caller, next mcp.MethodHand
 	return res, err
 }
 
-func (g *Gateway) auditedUnknownTool(ctx context.Context, c Caller, next mcp.MethodHandler, method string, req mcp.Request) (mcp.Result, error) {
+func (g *policy) auditedUnknownTool(ctx context.Context, c Caller, next mcp.MethodHandler, method string, req mcp.Request) (mcp.Result, error) {
 	name := ""
 	if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p != nil {
 		name = p.Name

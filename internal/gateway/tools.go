@@ -22,7 +22,7 @@ import (
 )
 
 // toolDescriptors are the seven tools as tools/list shows them.
-func (g *Gateway) toolDescriptors() map[string]*mcp.Tool {
+func (g *policy) toolDescriptors() map[string]*mcp.Tool {
 	m := g.cfg.Gateway.MCPHTTP
 	return map[string]*mcp.Tool{
 		ToolStatus: {Name: ToolStatus, Title: "Gateway status", InputSchema: statusSchema,
@@ -52,7 +52,7 @@ func (g *Gateway) toolDescriptors() map[string]*mcp.Tool {
 // newMCPServer builds the server a caller talks to: all seven tools are
 // registered (a hidden tool called by name is refused with its stable kind,
 // never "unknown"), and tools/list is filtered to what the caller may call.
-func (g *Gateway) newMCPServer(c Caller) *mcp.Server {
+func (g *policy) newMCPServer(c Caller) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "garra-gateway", Version: g.version}, &mcp.ServerOptions{
 		Instructions: "Garra gateway: tools/list and resources/list show exactly what this caller may use; garra://policy is its own policy.",
 		Logger:       g.sdkLog,
@@ -69,6 +69,8 @@ func (g *Gateway) newMCPServer(c Caller) *mcp.Server {
 		s.AddTool(descs[name], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			ctx, cancel := g.reqCtx.callContext(ctx, req)
 			defer cancel()
+			ctx, stop := g.untilHardStop(ctx)
+			defer stop()
 			return g.dispatch(ctx, c, name, req.Params.Arguments, h)
 		})
 	}
@@ -98,7 +100,7 @@ type callInfo struct {
 }
 
 // dispatch runs the pre-argument policy, the handler, and the audit line.
-func (g *Gateway) dispatch(ctx context.Context, c Caller, tool string, args json.RawMessage,
+func (g *policy) dispatch(ctx context.Context, c Caller, tool string, args json.RawMessage,
 	h func(context.Context, Caller, json.RawMessage) (*mcp.CallToolResult, callInfo, error)) (*mcp.CallToolResult, error) {
 	start := g.now()
 	var (
@@ -170,7 +172,7 @@ func auditTarget(tool string, args json.RawMessage) string {
 }
 
 // refuse answers a refused call in the envelope of its tool.
-func (g *Gateway) refuse(tool, kind string) (*mcp.CallToolResult, callInfo) {
+func (g *policy) refuse(tool, kind string) (*mcp.CallToolResult, callInfo) {
 	info := callInfo{outcome: "refused", kind: kind}
 	switch tool {
 	case ToolAsk:
@@ -185,7 +187,7 @@ func (g *Gateway) refuse(tool, kind string) (*mcp.CallToolResult, callInfo) {
 
 var okInfo = callInfo{outcome: "ok"}
 
-func (g *Gateway) callStatus(ctx context.Context, c Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
+func (g *policy) callStatus(ctx context.Context, c Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
 	if err := strictargs.Decode(raw, &noArgs{}); err != nil {
 		return nil, callInfo{}, err
 	}
@@ -195,7 +197,7 @@ func (g *Gateway) callStatus(ctx context.Context, c Caller, raw json.RawMessage)
 // statusData is garra_status's data (and garra://status's) for c. The
 // conversation count is of those in c's chat scope: an orchestrator learns
 // nothing, not even how many, about conversations it may not see.
-func (g *Gateway) statusData(ctx context.Context, c Caller) map[string]any {
+func (g *policy) statusData(ctx context.Context, c Caller) map[string]any {
 	convs, err := g.store.Conversations(ctx, "")
 	if err != nil {
 		g.log.Error("conversation store", "error", err)
@@ -213,7 +215,7 @@ func (g *Gateway) statusData(ctx context.Context, c Caller) map[string]any {
 	}
 }
 
-func (g *Gateway) callListChats(ctx context.Context, c Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
+func (g *policy) callListChats(ctx context.Context, c Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
 	var a listChatsArgs
 	if err := strictargs.Decode(raw, &a); err != nil {
 		return nil, callInfo{}, err
@@ -232,7 +234,7 @@ func (g *Gateway) callListChats(ctx context.Context, c Caller, raw json.RawMessa
 
 // scopedChats is the conversations c may see, titles redacted (garra_list_chats
 // and garra://chats). An error means the store is unavailable (logged).
-func (g *Gateway) scopedChats(ctx context.Context, c Caller, channel string) ([]chat.Conversation, error) {
+func (g *policy) scopedChats(ctx context.Context, c Caller, channel string) ([]chat.Conversation, error) {
 	convs, err := g.store.Conversations(ctx, channel)
 	if err != nil {
 		g.log.Error("conversation store", "error", err)
@@ -248,7 +250,7 @@ func (g *Gateway) scopedChats(ctx context.Context, c Caller, channel string) ([]
 	return rows, nil
 }
 
-func (g *Gateway) callReadHistory(ctx context.Context, c Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
+func (g *policy) callReadHistory(ctx context.Context, c Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
 	var a readHistoryArgs
 	if err := strictargs.Decode(raw, &a); err != nil {
 		return nil, callInfo{}, err
@@ -276,7 +278,7 @@ func (g *Gateway) callReadHistory(ctx context.Context, c Caller, raw json.RawMes
 // for c (garra_read_history and garra://chats/{chat}); kind is not_found or
 // unavailable on failure. Out of scope reads exactly like missing: no
 // existence oracle.
-func (g *Gateway) scopedHistory(ctx context.Context, c Caller, id string, limit int) ([]chat.Message, string) {
+func (g *policy) scopedHistory(ctx context.Context, c Caller, id string, limit int) ([]chat.Message, string) {
 	if !ChatInScope(c, id) {
 		return nil, KindNotFound
 	}
@@ -297,7 +299,7 @@ func (g *Gateway) scopedHistory(ctx context.Context, c Caller, id string, limit 
 	return msgs, ""
 }
 
-func (g *Gateway) callPairStatus(ctx context.Context, _ Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
+func (g *policy) callPairStatus(ctx context.Context, _ Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
 	if err := strictargs.Decode(raw, &noArgs{}); err != nil {
 		return nil, callInfo{}, err
 	}
@@ -313,7 +315,7 @@ func (g *Gateway) callPairStatus(ctx context.Context, _ Caller, raw json.RawMess
 	return okResult(ToolPairStatus, map[string]any{"channels": st}), okInfo, nil
 }
 
-func (g *Gateway) callSend(ctx context.Context, c Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
+func (g *policy) callSend(ctx context.Context, c Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
 	var a sendArgs
 	if err := strictargs.Decode(raw, &a); err != nil {
 		return nil, callInfo{}, err
@@ -363,7 +365,7 @@ func (g *Gateway) callSend(ctx context.Context, c Caller, raw json.RawMessage) (
 
 // commonLLMArgs validates what garra_ask and garra_agent share. Provider
 // aliases are not reachable through the bridge: only the four kinds.
-func (g *Gateway) commonLLMArgs(a askArgs) (ask.Request, error) {
+func (g *policy) commonLLMArgs(a askArgs) (ask.Request, error) {
 	if a.Message == nil {
 		return ask.Request{}, errors.New("message: required")
 	}
@@ -379,7 +381,7 @@ func (g *Gateway) commonLLMArgs(a askArgs) (ask.Request, error) {
 	return g.askCore.Normalize(req)
 }
 
-func (g *Gateway) callAsk(ctx context.Context, _ Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
+func (g *policy) callAsk(ctx context.Context, _ Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
 	var a askArgs
 	if err := strictargs.Decode(raw, &a); err != nil {
 		return nil, callInfo{}, err
@@ -412,7 +414,7 @@ func (g *Gateway) callAsk(ctx context.Context, _ Caller, raw json.RawMessage) (*
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: env.JSON()}}, IsError: !env.OK}, info, nil
 }
 
-func (g *Gateway) callAgent(ctx context.Context, c Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
+func (g *policy) callAgent(ctx context.Context, c Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
 	var a askArgs
 	if err := strictargs.Decode(raw, &a); err != nil {
 		return nil, callInfo{}, err

@@ -134,6 +134,17 @@ func NewRateLimiter(limit int, window time.Duration, now func() time.Time) *Rate
 	return &RateLimiter{limit: limit, window: window, now: now, budgets: map[string]*Budget{}}
 }
 
+// SetLimit changes the per-IP limit of every client, keeping what each
+// has spent in its window.
+func (l *RateLimiter) SetLimit(limit int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.limit = limit
+	for _, b := range l.budgets {
+		b.SetLimit(limit)
+	}
+}
+
 // Allow takes one request from ip's budget.
 func (l *RateLimiter) Allow(ip string) bool { return l.AllowN(ip, 1) }
 

@@ -104,15 +104,19 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/filewatch"
 	"github.com/garraia/garra/internal/jail"
 	"github.com/garraia/garra/internal/tools"
 )
@@ -135,6 +139,10 @@ const MinTokenLen = 16
 // and kills their bash process groups). It stays under Kubernetes' default
 // 30 s termination grace period.
 const DefaultShutdownTimeout = 25 * time.Second
+
+// cutGrace is how long the calls cut at the shutdown deadline get to
+// answer with their error before their connections are closed.
+const cutGrace = 3 * time.Second
 
 // maxRequestBodyBytes caps one POST /mcp body: file_write accepts 8 MiB of
 // content, which JSON escaping can inflate; the go-sdk default (4 MiB)
@@ -160,8 +168,13 @@ type Options struct {
 	// Workspace is the directory the tools work on: it must exist, be a
 	// directory and not be a symlink itself (its parents may be).
 	Workspace string
-	// Token is the bearer token every /mcp request must carry; required.
+	// Token is the bearer token every /mcp request must carry; it or
+	// TokenFile is required.
 	Token string
+	// TokenFile holds the accepted tokens instead, one per line, each
+	// valid (the overlap of a rotation). Serve re-reads it when it
+	// changes (a Secret volume's update), so a rotation needs no restart.
+	TokenFile string
 	// Logger receives startup, shutdown and per-call lines; nil discards.
 	// Pass one that redacts (cmd/garra does).
 	Logger *slog.Logger
@@ -179,15 +192,20 @@ type Options struct {
 // Server is the sandbox: build it with New, serve Handler (or call Run),
 // and Close it when done.
 type Server struct {
-	workspace string      // absolute, symlinks resolved
-	wsInfo    os.FileInfo // the directory as it was at New, for readyz
-	tokenSum  [sha256.Size]byte
+	workspace string                              // absolute, symlinks resolved
+	wsInfo    os.FileInfo                         // the directory as it was at New, for readyz
+	tokens    atomic.Pointer[[][sha256.Size]byte] // digests of the accepted tokens
+	tokenFile string
 	log       *slog.Logger
 	jail      *jail.Jail
 	local     *tools.Local
 	mcp       *mcp.Server
 	handler   http.Handler
 	shutdown  time.Duration
+	// stopCalls cancels every call still running at the shutdown
+	// deadline, which kills its bash process group.
+	stopCtx   context.Context
+	stopCalls context.CancelFunc
 
 	// reqCtx maps the id buildHandler puts in callIDHeader to the HTTP
 	// request's context (see bindRequest).
@@ -205,8 +223,20 @@ const callIDHeader = "Garra-Sandbox-Request-Id"
 // It fails without a token and with a workspace that does not exist, is
 // not a directory or is a symlink.
 func New(o Options) (*Server, error) {
-	if err := checkToken(o.Token); err != nil {
-		return nil, err
+	var sums [][sha256.Size]byte
+	switch {
+	case o.TokenFile != "" && o.Token != "":
+		return nil, errors.New("a token and a token file are both set: set only one")
+	case o.TokenFile != "":
+		var err error
+		if sums, err = readTokenFile(o.TokenFile); err != nil {
+			return nil, err
+		}
+	default:
+		if err := checkToken(o.Token); err != nil {
+			return nil, err
+		}
+		sums = [][sha256.Size]byte{sha256.Sum256([]byte(o.Token))}
 	}
 	ws, info, err := checkWorkspace(o.Workspace)
 	if err != nil {
@@ -224,12 +254,14 @@ func New(o Options) (*Server, error) {
 	s := &Server{
 		workspace: ws,
 		wsInfo:    info,
-		tokenSum:  sha256.Sum256([]byte(o.Token)),
+		tokenFile: o.TokenFile,
 		log:       log,
 		jail:      j,
 		shutdown:  o.ShutdownTimeout,
 		reqCtx:    map[string]context.Context{},
 	}
+	s.tokens.Store(&sums)
+	s.stopCtx, s.stopCalls = context.WithCancel(context.Background())
 	if s.shutdown <= 0 {
 		s.shutdown = DefaultShutdownTimeout
 	}
@@ -261,6 +293,40 @@ func New(o Options) (*Server, error) {
 	}
 	s.handler = s.buildHandler()
 	return s, nil
+}
+
+// readTokenFile reads the accepted tokens, one per line; a line that is
+// not a usable token fails the whole file, so that a typo is found rather
+// than silently accepted.
+func readTokenFile(path string) ([][sha256.Size]byte, error) {
+	lines, err := config.ReadSecretLines(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: token file: %w", ErrNoToken, err)
+	}
+	sums := make([][sha256.Size]byte, 0, len(lines))
+	for i, l := range lines {
+		if err := checkToken(l); err != nil {
+			return nil, fmt.Errorf("token file line %d: %w", i+1, err)
+		}
+		sums = append(sums, sha256.Sum256([]byte(l)))
+	}
+	return sums, nil
+}
+
+// reloadTokens re-reads the token file. A file that cannot be read or
+// holds a bad line is not applied: the tokens already loaded stay valid
+// (a half-written update must not lock the gateway out).
+func (s *Server) reloadTokens() {
+	sums, err := readTokenFile(s.tokenFile)
+	if err != nil {
+		s.log.Warn("token file not re-read; the tokens loaded before stay valid", "error", err)
+		return
+	}
+	if old := s.tokens.Load(); old != nil && slices.Equal(*old, sums) {
+		return
+	}
+	s.tokens.Store(&sums)
+	s.log.Info("token file re-read", "tokens", len(sums))
 }
 
 func checkToken(tok string) error {
@@ -317,7 +383,10 @@ func (s *Server) Tools() []tools.Tool {
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Close releases the workspace handles. Calls after Close fail.
-func (s *Server) Close() error { return s.jail.Close() }
+func (s *Server) Close() error {
+	s.stopCalls()
+	return s.jail.Close()
+}
 
 func (s *Server) buildHandler() http.Handler {
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
@@ -422,10 +491,22 @@ func (s *Server) callContext(ctx context.Context, req *mcp.CallToolRequest) (con
 	return ctx, func() { stop(); cancel() }
 }
 
-// verify is the bearer check: constant time over fixed-length digests.
+// untilShutdown is ctx, also cancelled at the shutdown deadline.
+func (s *Server) untilShutdown(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.stopCtx, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// verify is the bearer check: constant time over fixed-length digests,
+// against every accepted token without stopping at a match.
 func (s *Server) verify(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 	sum := sha256.Sum256([]byte(token))
-	if subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) != 1 {
+	ok := 0
+	for _, t := range *s.tokens.Load() {
+		ok |= subtle.ConstantTimeCompare(sum[:], t[:])
+	}
+	if ok != 1 {
 		return nil, auth.ErrInvalidToken
 	}
 	return &auth.TokenInfo{}, nil
@@ -459,6 +540,8 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 		t0 := time.Now()
 		ctx, cancel := s.callContext(ctx, req)
 		defer cancel()
+		ctx, stop := s.untilShutdown(ctx)
+		defer stop()
 		var args json.RawMessage
 		if req.Params != nil {
 			args = req.Params.Arguments
@@ -532,6 +615,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	names := tools.Names(s.Tools())
 	s.log.Info("garra sandbox listening", "addr", ln.Addr().String(), "workspace", s.workspace,
 		"tools", strings.Join(names, ","))
+	if s.tokenFile != "" {
+		wctx, stopWatch := context.WithCancel(ctx)
+		defer stopWatch()
+		go func() {
+			_ = filewatch.Run(wctx, filewatch.Options{Paths: []string{s.tokenFile}, Logger: s.log}, s.reloadTokens)
+		}()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -543,8 +633,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.shutdown)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
+		// Cancel what still runs (its bash process group is killed) and
+		// give the calls a moment to answer with their error before the
+		// connections close.
 		s.log.Warn("garra sandbox: in-flight calls cut at the shutdown deadline")
-		_ = srv.Close()
+		s.stopCalls()
+		cut, cancelCut := context.WithTimeout(context.Background(), cutGrace)
+		defer cancelCut()
+		if err := srv.Shutdown(cut); err != nil {
+			_ = srv.Close()
+		}
 	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("sandbox: serve: %w", err)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/garraia/garra/internal/filewatch/kubelet"
 	"github.com/garraia/garra/internal/jail"
 	"github.com/garraia/garra/internal/sandbox"
 	"github.com/garraia/garra/internal/tools"
@@ -568,4 +569,178 @@ func TestServeShutsDownGracefully(t *testing.T) {
 	if _, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second); err == nil {
 		t.Error("still accepting after shutdown")
 	}
+}
+
+// serveOn runs srv.Serve on a loopback port until the test ends; stop
+// begins the shutdown and served reports Serve's result.
+func serveOn(t *testing.T, srv *sandbox.Server) (url string, stop func(), served <-chan error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ctx, ln) }()
+	t.Cleanup(cancel)
+	return "http://" + ln.Addr().String(), cancel, errc
+}
+
+func connect(t *testing.T, url, token string) (*mcp.ClientSession, error) {
+	t.Helper()
+	transport := &mcp.StreamableClientTransport{
+		Endpoint:   url + "/mcp",
+		HTTPClient: &http.Client{Transport: bearerRT{token: token, inner: &http.Transport{}}},
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil).Connect(context.Background(), transport, nil)
+	if err == nil {
+		t.Cleanup(func() { _ = cs.Close() })
+	}
+	return cs, err
+}
+
+// authStatus is the status of an authenticated tools/list with token.
+func authStatus(t *testing.T, url, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
+// Every line of the token file is accepted, and an update of the mounted
+// Secret (the kubelet's ..data swap) is picked up without a restart: the
+// new token works, the old one while it is still in the file.
+func TestTokenFileLinesAreReReadLive(t *testing.T) {
+	const tokA, tokB = "sandbox-token-aaaaaaaaaaaa", "sandbox-token-bbbbbbbbbbbb"
+	vol := &kubelet.Volume{Dir: t.TempDir()}
+	if err := vol.Publish(map[string]string{"sandbox-token": tokA + "\n"}); err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	srv, err := sandbox.New(sandbox.Options{Workspace: t.TempDir(), TokenFile: filepath.Join(vol.Dir, "sandbox-token"),
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	url, _, _ := serveOn(t, srv)
+	waitFor := func(what string, cond func() bool) time.Duration {
+		t.Helper()
+		start := time.Now()
+		for !cond() {
+			if time.Since(start) > 10*time.Second {
+				t.Fatalf("%s never happened; logs:\n%s", what, logs.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return time.Since(start)
+	}
+	waitFor("listening", func() bool { return strings.Contains(logs.String(), "listening") })
+	time.Sleep(100 * time.Millisecond) // the watch is set up
+	if authStatus(t, url, tokA) != 200 || authStatus(t, url, tokB) != 401 {
+		t.Fatal("before the rotation: A must pass, B must not")
+	}
+	// The overlap: new first, old second.
+	if err := vol.Publish(map[string]string{"sandbox-token": tokB + "\n" + tokA + "\n"}); err != nil {
+		t.Fatal(err)
+	}
+	d := waitFor("the new token accepted", func() bool { return authStatus(t, url, tokB) == 200 })
+	t.Logf("sandbox token re-read latency: %v", d.Round(time.Millisecond))
+	if authStatus(t, url, tokA) != 200 {
+		t.Fatal("the old token was refused during the overlap")
+	}
+	// A bad update (a line too short) is not applied.
+	if err := vol.Publish(map[string]string{"sandbox-token": "short\n"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the bad file reported", func() bool { return strings.Contains(logs.String(), "token file not re-read") })
+	if authStatus(t, url, tokB) != 200 {
+		t.Fatal("a bad file locked the caller out")
+	}
+	if err := vol.Publish(map[string]string{"sandbox-token": tokB + "\n"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the old token retired", func() bool { return authStatus(t, url, tokA) == 401 })
+	if authStatus(t, url, tokB) != 200 {
+		t.Fatal("the new token was refused after the overlap")
+	}
+	if strings.Contains(logs.String(), tokA) || strings.Contains(logs.String(), tokB) {
+		t.Fatal("a token reached the log")
+	}
+}
+
+// A call still running at the shutdown deadline is cancelled: its bash
+// process is killed, the call answers, and Serve returns soon after.
+func TestShutdownDeadlineKillsARunningCommand(t *testing.T) {
+	if _, err := os.Stat("/bin/bash"); err != nil {
+		t.Skip("no /bin/bash")
+	}
+	ws := t.TempDir()
+	logs := &syncBuffer{}
+	srv, err := sandbox.New(sandbox.Options{Workspace: ws, Token: testToken, ShutdownTimeout: time.Second,
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	url, stop, served := serveOn(t, srv)
+	for !strings.Contains(logs.String(), "listening") {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cs, err := connect(t, url, testToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "echo $$ > pid; sleep 60"}})
+		if err == nil && !res.IsError {
+			err = errors.New("the call succeeded")
+		}
+		done <- err
+	}()
+	pidFile := filepath.Join(ws, "pid")
+	var pid int
+	for deadline := time.Now().Add(5 * time.Second); pid == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the command never started")
+		}
+		b, _ := os.ReadFile(pidFile)
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	}
+	start := time.Now()
+	stop()
+	select {
+	case err := <-done:
+		if err != nil && strings.Contains(err.Error(), "succeeded") {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call cut at the deadline never answered")
+	}
+	answered := time.Since(start)
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+	for deadline := time.Now().Add(3 * time.Second); syscall.Kill(pid, 0) == nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the command (pid %d) outlived the shutdown", pid)
+		}
+	}
+	if answered < time.Second || answered > 4*time.Second {
+		t.Fatalf("the call answered %v after SIGTERM, the deadline is 1s", answered)
+	}
+	t.Logf("sandbox drain: sleep 60 cut, call answered %v after SIGTERM (deadline 1s), Serve returned %v after", answered.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 }

@@ -1,0 +1,297 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/filewatch"
+)
+
+// Reload outcomes, the result label of garra_config_reload_total.
+const (
+	ReloadApplied   = "applied"
+	ReloadRejected  = "rejected"
+	ReloadUnchanged = "unchanged"
+)
+
+// Response headers of GET /readyz.
+const (
+	HeaderConfigHash     = "X-Garra-Config-Hash"
+	HeaderConfigRejected = "X-Garra-Config-Rejected"
+)
+
+// reloadState is the outcome of the last reload, for /readyz.
+type reloadState struct {
+	mu         sync.Mutex
+	ok         bool
+	problems   []string
+	rejectedFP string // fingerprint of the last rejected files, logged once
+}
+
+func (s *reloadState) set(ok bool, problems []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ok, s.problems = ok, problems
+	if ok {
+		s.rejectedFP = ""
+	}
+}
+
+func (s *reloadState) get() (bool, []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ok, slices.Clone(s.problems)
+}
+
+// configHash is how the gateway and the operator name a config: the
+// SHA-256 of the file's exact bytes.
+func configHash(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// tokenFiles are the secret files cfg names, read into its policy.
+func tokenFiles(cfg *config.Config) []string {
+	var out []string
+	if cfg.Gateway.APIKeyFile != "" {
+		out = append(out, cfg.Gateway.APIKeyFile)
+	}
+	for _, o := range cfg.Gateway.MCPHTTP.Orchestrators {
+		if o.KeyFile != "" {
+			out = append(out, o.KeyFile)
+		}
+		if o.Sandbox != nil && o.Sandbox.TokenFile != "" {
+			out = append(out, o.Sandbox.TokenFile)
+		}
+	}
+	return out
+}
+
+// fingerprint identifies what a policy was built from: the config's hash
+// and the content of every token file it names. A rotated token changes
+// it without changing the config. Only a digest is kept, never a token.
+func fingerprint(hash string, cfg *config.Config) string {
+	h := sha256.New()
+	_, _ = h.Write([]byte(hash))
+	for _, f := range tokenFiles(cfg) {
+		_, _ = fmt.Fprintf(h, "\x00%s\x00", f)
+		if lines, err := config.ReadSecretLines(f); err == nil {
+			_, _ = h.Write([]byte(strings.Join(lines, "\n")))
+		} else {
+			_, _ = h.Write([]byte("\x01unreadable"))
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Reload re-reads the config file and the token files it names. A config
+// that parses and passes config.Check (warnings aside) replaces the policy
+// for new requests; one that does not is not applied: the last good one
+// keeps serving, each problem is logged once and /readyz reports it.
+// Without a config file (Options.ConfigPath) it does nothing. It returns
+// one of ReloadApplied, ReloadRejected, ReloadUnchanged.
+func (g *Gateway) Reload() string {
+	if g.configPath == "" {
+		return ReloadUnchanged
+	}
+	g.reload.mu.Lock()
+	defer g.reload.mu.Unlock()
+	result, problems := g.reloadLocked()
+	g.metrics.reloads.WithLabelValues(result).Inc()
+	switch result {
+	case ReloadApplied:
+		g.reload.ok, g.reload.problems, g.reload.rejectedFP = true, nil, ""
+	case ReloadRejected:
+		g.reload.ok, g.reload.problems = false, problems
+	}
+	return result
+}
+
+// reloadLocked does Reload's work under reload.mu.
+func (g *Gateway) reloadLocked() (string, []string) {
+	cur := g.cur.Load()
+	data, err := os.ReadFile(g.configPath)
+	if err != nil {
+		return g.reject("read:"+err.Error(), []string{"config: " + err.Error()})
+	}
+	hash := configHash(data)
+	cfg, err := config.FromBytes(data, g.getenv)
+	if err != nil {
+		return g.reject(hash, []string{"config " + g.configPath + ": " + err.Error()})
+	}
+	fp := fingerprint(hash, cfg)
+	if fp == cur.fingerprint {
+		// Back to what is serving: an earlier rejection no longer applies.
+		g.reload.ok, g.reload.problems, g.reload.rejectedFP = true, nil, ""
+		return ReloadUnchanged, nil
+	}
+	if fp == g.reload.rejectedFP {
+		return ReloadUnchanged, g.reload.problems
+	}
+	var problems []string
+	for _, p := range cfg.Check(g.getenv) {
+		if !p.Warning {
+			problems = append(problems, cur.red.String(p.String()))
+		}
+	}
+	if len(problems) > 0 {
+		return g.reject(fp, problems)
+	}
+	// After Check, which reads the file itself and would take the key
+	// filled in for the api_key the file must not also set.
+	if err := cfg.ReadAPIKeyFile(g.getenv); err != nil {
+		return g.reject(fp, []string{err.Error()})
+	}
+	keepProcessSettings(g, cur.cfg, cfg)
+	p, err := g.newPolicy(cfg, hash, fp)
+	if err != nil {
+		return g.reject(fp, []string{err.Error()})
+	}
+	m := cfg.Gateway.MCPHTTP
+	g.askBudget.SetLimit(m.AskBudgetPerMinute)
+	g.agentBudget.SetLimit(m.AgentBudgetPerMinute)
+	g.limiter.SetLimit(max(1, cfg.Gateway.RateLimit.RequestsPerMinute))
+	g.cur.Store(p)
+	g.metrics.loaded(hash)
+	g.log.Info("config reloaded", "hash", hash, "orchestrators", len(m.Orchestrators))
+	return ReloadApplied, nil
+}
+
+// reject records a rejected config, logging its problems the first time
+// this content is seen (a periodic re-read of the same file stays quiet).
+func (g *Gateway) reject(fp string, problems []string) (string, []string) {
+	if fp == g.reload.rejectedFP {
+		return ReloadUnchanged, g.reload.problems
+	}
+	g.reload.rejectedFP = fp
+	for _, p := range problems {
+		g.log.Error("config not applied; the last good one keeps serving", "problem", p, "fix", "run garra config check on the file")
+	}
+	return ReloadRejected, problems
+}
+
+// keepProcessSettings copies into next what only a new process can
+// change (the listener, the data directory, the audit file, the Telegram
+// connection), warning when next asked for something else: those are
+// built once at start.
+func keepProcessSettings(g *Gateway, cur, next *config.Config) {
+	warn := func(field string) {
+		g.log.Warn("config change needs a restart to apply; the running value is kept", "field", field)
+	}
+	if next.Gateway.Listen != cur.Gateway.Listen {
+		warn("gateway.listen")
+		next.Gateway.Listen = cur.Gateway.Listen
+	}
+	if next.DataDir != cur.DataDir {
+		warn("data_dir")
+		next.DataDir = cur.DataDir
+	}
+	if next.Audit != cur.Audit {
+		warn("audit")
+		next.Audit = cur.Audit
+	}
+	t, ct := &next.Channels.Telegram, cur.Channels.Telegram
+	if t.BotTokenEnv != ct.BotTokenEnv || t.APIBaseURL != ct.APIBaseURL {
+		warn("channels.telegram")
+		t.BotTokenEnv, t.APIBaseURL = ct.BotTokenEnv, ct.APIBaseURL
+	}
+}
+
+// watchPaths are the files a reload depends on: the config and every
+// token file the policy in force names. A path whose directory does not
+// exist is left out (it cannot be watched; the periodic re-read covers it).
+func (g *Gateway) watchPaths() []string {
+	paths := append([]string{g.configPath}, tokenFiles(g.cur.Load().cfg)...)
+	return slices.DeleteFunc(paths, func(p string) bool {
+		_, err := os.Stat(filepath.Dir(p))
+		return err != nil
+	})
+}
+
+// watch reloads on every change of the watched files until ctx ends. When
+// a reload changes which token files the config names, the watch starts
+// again on the new set.
+func (g *Gateway) watch(ctx context.Context) {
+	for ctx.Err() == nil {
+		paths := g.watchPaths()
+		wctx, cancel := context.WithCancel(ctx)
+		// Each watch looks once as soon as it is set up: a change made
+		// since the files were read (at start, or while the previous watch
+		// was closing) would otherwise wait for the next event.
+		o := filewatch.Options{Paths: paths, Resync: g.resync, Logger: g.log, Immediate: true}
+		_ = filewatch.Run(wctx, o, func() {
+			g.Reload()
+			if !slices.Equal(g.watchPaths(), paths) {
+				cancel()
+			}
+		})
+		cancel()
+	}
+}
+
+// readyz answers 200 when the gateway can serve (its store answers and
+// it is not draining), 503 otherwise, with the loaded config's hash and
+// the last reload's rejection in headers; ?verbose=1 adds a JSON body.
+func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
+	p := g.cur.Load()
+	ok, problems := g.reload.get()
+	if p.hash != "" {
+		w.Header().Set(HeaderConfigHash, p.hash)
+	}
+	if !ok && len(problems) > 0 {
+		w.Header().Set(HeaderConfigRejected, oneLine(problems[0]))
+	}
+	status, text := http.StatusOK, "ok"
+	g.flightMu.Lock()
+	draining := g.draining
+	g.flightMu.Unlock()
+	if draining {
+		status, text = http.StatusServiceUnavailable, "draining"
+	} else {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if _, err := g.store.Conversations(ctx, ""); err != nil {
+			status, text = http.StatusServiceUnavailable, "conversation store unavailable"
+		}
+	}
+	if r.URL.Query().Get("verbose") == "1" {
+		if problems == nil {
+			problems = []string{}
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		writeJSON(w, status, map[string]any{
+			"status": text, "config_hash": p.hash,
+			"reload": map[string]any{"ok": ok, "problems": problems},
+		})
+		return
+	}
+	if status != http.StatusOK {
+		http.Error(w, text, status)
+		return
+	}
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+// oneLine makes a problem fit in a header value.
+func oneLine(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > 300 {
+		s = s[:300]
+	}
+	return s
+}
