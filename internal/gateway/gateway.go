@@ -21,6 +21,7 @@ import (
 	"github.com/garraia/garra/internal/audit"
 	"github.com/garraia/garra/internal/chat"
 	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/mcpcancel"
 	"github.com/garraia/garra/internal/redact"
 	"github.com/garraia/garra/internal/tools"
 )
@@ -53,6 +54,10 @@ type Options struct {
 	ReloadResync time.Duration
 }
 
+// requestIDHeader carries the id of a call's HTTP request from the
+// mcpcancel middleware to the tool handler.
+const requestIDHeader = "Garra-Gateway-Request-Id"
+
 // Gateway is a configured gateway; Handler serves it. What a config
 // decides lives in a policy snapshot, swapped whole on a reload; what
 // must outlive a reload (budgets' spending, the per-IP limiter, metrics,
@@ -73,7 +78,7 @@ type Gateway struct {
 	now         func() time.Time
 	started     time.Time
 	sdkLog      *slog.Logger
-	reqCtx      *requestContexts
+	reqCtx      *mcpcancel.Requests
 
 	cur        atomic.Pointer[policy]
 	configPath string
@@ -157,7 +162,7 @@ func New(o Options) (*Gateway, error) {
 		agentBudget: NewBudget(m.AgentBudgetPerMinute, time.Minute, o.Now),
 		limiter:     NewRateLimiter(max(1, cfg.Gateway.RateLimit.RequestsPerMinute), time.Minute, o.Now),
 		audit:       o.Audit,
-		reqCtx:      newRequestContexts(),
+		reqCtx:      mcpcancel.New(requestIDHeader),
 		now:         o.Now,
 		started:     o.Now(),
 		configPath:  o.ConfigPath,
@@ -304,7 +309,7 @@ func (g *policy) mcpHandler() http.Handler {
 		PropagateRequestCancellation: true,
 	})
 	refused := g.refusedHTTP
-	h := g.reqCtx.bind(sdk)
+	h := g.reqCtx.Bind(sdk)
 	h = acceptGuard(refused, h)
 	h = g.limiter.batchCharge(refused, h)
 	h = requireBearer(g.creds, refused, h)

@@ -67,7 +67,7 @@ func (g *policy) newMCPServer(c Caller) *mcp.Server {
 	for _, name := range AllTools {
 		h := handlers[name]
 		s.AddTool(descs[name], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			ctx, cancel := g.reqCtx.callContext(ctx, req)
+			ctx, cancel := g.reqCtx.CallContext(ctx, req)
 			defer cancel()
 			ctx, stop := g.untilHardStop(ctx)
 			defer stop()

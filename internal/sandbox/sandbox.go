@@ -105,9 +105,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -118,6 +116,7 @@ import (
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/filewatch"
 	"github.com/garraia/garra/internal/jail"
+	"github.com/garraia/garra/internal/mcpcancel"
 	"github.com/garraia/garra/internal/tools"
 )
 
@@ -207,11 +206,10 @@ type Server struct {
 	stopCtx   context.Context
 	stopCalls context.CancelFunc
 
-	// reqCtx maps the id buildHandler puts in callIDHeader to the HTTP
-	// request's context (see bindRequest).
-	reqMu  sync.Mutex
-	reqCtx map[string]context.Context
-	reqSeq uint64
+	// requests ties each call to its HTTP request, so a client that
+	// disconnects stops its bash command instead of leaving it to run
+	// until its own timeout (up to 10 minutes).
+	requests *mcpcancel.Requests
 }
 
 // callIDHeader carries, from our middleware to the tool handler, the id
@@ -258,7 +256,7 @@ func New(o Options) (*Server, error) {
 		log:       log,
 		jail:      j,
 		shutdown:  o.ShutdownTimeout,
-		reqCtx:    map[string]context.Context{},
+		requests:  mcpcancel.New(callIDHeader),
 	}
 	s.tokens.Store(&sums)
 	s.stopCtx, s.stopCalls = context.WithCancel(context.Background())
@@ -404,7 +402,7 @@ func (s *Server) buildHandler() http.Handler {
 	mux := http.NewServeMux()
 	// Every method on /mcp is authenticated; the SDK answers GET and
 	// DELETE with 405 in stateless mode, but only after auth.
-	mux.Handle("/mcp", requireToken(s.bindRequest(streamable)))
+	mux.Handle("/mcp", requireToken(s.requests.Bind(streamable)))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeText(w, http.StatusOK, "ok")
 	})
@@ -446,49 +444,6 @@ func writeText(w http.ResponseWriter, code int, body string) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
 	_, _ = fmt.Fprintln(w, body)
-}
-
-// bindRequest records r's context under a fresh id for the tool handler.
-//
-// Why: with protocol versions before 2026-07-28 (the TS SDK, inspector,
-// older go-sdk clients) the stateless go-sdk handler does not cancel a
-// tool handler when its HTTP request goes away, and the client's
-// notifications/cancelled arrives in another POST, hence another
-// temporary session, where it cancels nothing. Without this a cancelled
-// bash call would run on until its own timeout (up to 10 minutes).
-// PropagateRequestCancellation covers 2026-07-28 only.
-func (s *Server) bindRequest(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.reqMu.Lock()
-		s.reqSeq++
-		id := strconv.FormatUint(s.reqSeq, 10)
-		s.reqCtx[id] = r.Context()
-		s.reqMu.Unlock()
-		defer func() {
-			s.reqMu.Lock()
-			delete(s.reqCtx, id)
-			s.reqMu.Unlock()
-		}()
-		r.Header.Set(callIDHeader, id)
-		next.ServeHTTP(w, r)
-	})
-}
-
-// callContext returns ctx, also cancelled when the HTTP request the call
-// arrived on ends.
-func (s *Server) callContext(ctx context.Context, req *mcp.CallToolRequest) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(ctx)
-	if req.Extra == nil || req.Extra.Header == nil {
-		return ctx, cancel
-	}
-	s.reqMu.Lock()
-	rctx := s.reqCtx[req.Extra.Header.Get(callIDHeader)]
-	s.reqMu.Unlock()
-	if rctx == nil {
-		return ctx, cancel
-	}
-	stop := context.AfterFunc(rctx, cancel)
-	return ctx, func() { stop(); cancel() }
 }
 
 // untilShutdown is ctx, also cancelled at the shutdown deadline.
@@ -538,7 +493,7 @@ const (
 func (s *Server) toolHandler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		t0 := time.Now()
-		ctx, cancel := s.callContext(ctx, req)
+		ctx, cancel := s.requests.CallContext(ctx, req)
 		defer cancel()
 		ctx, stop := s.untilShutdown(ctx)
 		defer stop()
