@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
 )
 
 func TestConfigHash(t *testing.T) {
@@ -77,5 +79,26 @@ func TestHTTPGatewayProbe(t *testing.T) {
 	srv.Close()
 	if _, _, err := probe(context.Background(), srv.URL+"/readyz"); err == nil || !strings.Contains(err.Error(), "probe http://127.0.0.1") {
 		t.Errorf("closed server: err = %v, want one naming the URL", err)
+	}
+}
+
+func TestProbeConfig(t *testing.T) {
+	gs := testServer()
+	r := &GarraServerReconciler{}
+	if c := r.probeConfig(context.Background(), gs, "sha256:a"); c.Status != metav1.ConditionUnknown || c.Reason != "NotProbed" {
+		t.Errorf("no probe: %+v", c)
+	}
+	var asked string
+	r.Probe = func(_ context.Context, url string) (string, string, error) {
+		asked = url
+		return "sha256:a", "", nil
+	}
+	if c := r.probeConfig(context.Background(), gs, "sha256:a"); c.Status != metav1.ConditionTrue || asked != "http://team-a-gateway.agents.svc:3888/readyz" {
+		t.Errorf("probe: %+v, asked %s", c, asked)
+	}
+	r.ProbeURL = func(*garrav1alpha1.GarraServer) string { return "http://127.0.0.1:1/x" }
+	r.probeConfig(context.Background(), gs, "sha256:a")
+	if asked != "http://127.0.0.1:1/x" {
+		t.Errorf("ProbeURL not used: asked %s", asked)
 	}
 }

@@ -83,12 +83,12 @@ const SecretFileMode int32 = 0o440
 // orchestrator added, removed or rotated needs no new pod.
 const (
 	ownerDir  = SecretsDir + "/owner"
-	TokensDir = SecretsDir + "/tokens" //nolint:gosec // G101: a directory, not a credential
+	TokensDir = SecretsDir + "/tokens"
 )
 
-// Keys of the Secret NAME-gateway-tokens: per orchestrator O, O holds the
-// lines of O's bearer tokens and O + SandboxKeySuffix the lines of its
-// sandbox tokens.
+// SandboxKeySuffix names the keys of the Secret NAME-gateway-tokens: per
+// orchestrator O, key O holds the lines of O's bearer tokens and key O +
+// SandboxKeySuffix the lines of its sandbox tokens.
 const SandboxKeySuffix = ".sandbox"
 
 // SandboxTokenPath is the sandbox's own token lines in its pod.

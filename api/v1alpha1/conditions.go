@@ -75,4 +75,4 @@ const (
 // AnnotationRotateToken on a GarraServer asks for new tokens: its value
 // is a comma-separated list of orchestrator names. The operator removes
 // it once the new tokens are generated.
-const AnnotationRotateToken = "garra.garraia.io/rotate-token"
+const AnnotationRotateToken = "garra.garraia.io/rotate-token" //nolint:gosec // G101: an annotation name
