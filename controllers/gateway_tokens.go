@@ -155,7 +155,7 @@ func tokensSecretData(gs *garrav1alpha1.GarraServer, live *corev1.Secret, values
 			if live != nil {
 				cur = parseTokenSet(live.Data[k.key], k.sandbox, live.Annotations[AnnotationRotationPrefix+k.key])
 			}
-			next := nextTokenSet(cur, strings.TrimSpace(string(values[k.ref.String()])), now, grace)
+			next := nextTokenSet(cur, sourceToken(values[k.ref.String()]), now, grace)
 			data[k.key] = next.render(k.sandbox)
 			if len(next.Previous) > 0 {
 				ann[AnnotationRotationPrefix+k.key] = next.Until.UTC().Format(time.RFC3339)
@@ -166,6 +166,19 @@ func tokensSecretData(gs *garrav1alpha1.GarraServer, live *corev1.Secret, values
 		}
 	}
 	return data, ann, until
+}
+
+// sourceToken is the token a source Secret key holds: its first non-blank
+// line. A key is one token; the overlap is the operator's to keep, and a
+// value of several lines would otherwise never equal the current line it
+// is compared with, and look changed on every pass.
+func sourceToken(v []byte) string {
+	for l := range strings.SplitSeq(string(v), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			return l
+		}
+	}
+	return ""
 }
 
 // tokenGrace is spec.gateway.tokenRotationGracePeriod or its default.

@@ -175,6 +175,25 @@ func TestTokensSecretCurrent(t *testing.T) {
 	}
 }
 
+func TestSourceToken(t *testing.T) {
+	for in, want := range map[string]string{"a": "a", " a \n": "a", "\n\n b\nc": "b", "": "", " \n ": ""} {
+		if got := sourceToken([]byte(in)); got != want {
+			t.Errorf("sourceToken(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// A bring-your-own value of two lines settles: the second pass writes
+	// what the first did.
+	gs := testServer()
+	values := map[string][]byte{"n8n-token/token": []byte("n1\nextra")}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	data, ann, _ := tokensSecretData(gs, nil, values, now)
+	live := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Annotations: ann}, Data: data}
+	data2, ann2, _ := tokensSecretData(gs, live, values, now.Add(time.Second))
+	if string(data2["n8n-prod"]) != "n1" || len(ann2) != 0 || string(data["n8n-prod"]) != "n1" {
+		t.Errorf("two-line source: %q then %q %v", data["n8n-prod"], data2["n8n-prod"], ann2)
+	}
+}
+
 func TestRotateTokenNames(t *testing.T) {
 	if got := rotateTokenNames(" a, b ,,a,c "); !slices.Equal(got, []string{"a", "b", "c"}) {
 		t.Errorf("rotateTokenNames = %v", got)
