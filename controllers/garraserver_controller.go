@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
@@ -29,6 +30,20 @@ type GarraServerReconciler struct {
 	GarraImage, SandboxImage string
 	// Rand is the entropy of generated credentials (crypto/rand.Reader).
 	Rand io.Reader
+	// Now is the clock of token overlaps; nil means time.Now.
+	Now func() time.Time
+	// Probe asks the gateway which config it runs; nil means it is not
+	// asked (ConfigApplied is Unknown, NotProbed).
+	Probe GatewayProbe
+	// ProbeURL is where Probe asks; nil means GatewayReadyzURL.
+	ProbeURL func(*garrav1alpha1.GarraServer) string
+}
+
+func (r *GarraServerReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
 }
 
 // reconcileState is what one reconcile learns on its way, step by step.
@@ -45,15 +60,24 @@ type reconcileState struct {
 	missing []secretRef
 	// removed are the orchestrators whose objects this reconcile deleted.
 	removed []string
+	// rotations are the orchestrators with a replaced token still
+	// accepted, and until when.
+	rotations map[string]time.Time
+	// requeue is when the next pass is due without any event (a previous
+	// token to retire, a gateway yet to load the config); 0 means never.
+	requeue time.Duration
+	// rotateAck is set when the rotate-token annotation has been handled
+	// and is to be removed.
+	rotateAck bool
 	// failed names the step that failed and why; the status says so and
 	// the reconcile is retried.
 	failed string
 }
 
-// +kubebuilder:rbac:groups=garra.garraia.io,resources=garraservers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=garra.garraia.io,resources=garraservers,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=garra.garraia.io,resources=garraservers/status,verbs=get;patch
 // +kubebuilder:rbac:groups=garra.garraia.io,resources=garraservers/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=services;serviceaccounts;persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
@@ -65,12 +89,21 @@ type reconcileState struct {
 //  1. load the GarraServer (gone: nothing to do, its children cascade);
 //  2. validate what the schema cannot (images, rendered config): a
 //     permanent error only sets the Ready condition;
-//  3. generate the credential Secrets that do not exist yet;
-//  4. read every Secret key the pods reference (their values feed the pod
-//     templates' hash; a missing one is reported, not fatal);
-//  5. apply the gateway's objects, then each orchestrator's;
+//  3. replace the generated Secrets of the orchestrators the rotate-token
+//     annotation names, then generate those that do not exist yet;
+//  4. read every Secret key the gateway reads (some values feed the pod
+//     template's hash, the tokens NAME-gateway-tokens; a missing one is
+//     reported, not fatal);
+//  5. apply the gateway's objects (the tokens Secret first, then remove a
+//     handled rotate-token annotation), then each orchestrator's;
 //  6. delete the objects of orchestrators no longer in the spec;
-//  7. write the status, derived from what is in the cluster now.
+//  7. write the status, derived from what is in the cluster now and from
+//     the gateway's answer about the config it runs.
+//
+// Policy and tokens reach the running gateway through its mounted
+// ConfigMap and tokens Secret, so only what needs a new process changes a
+// pod template. The reconcile is requeued while a replaced token awaits
+// retirement or the gateway has not loaded the rendered config.
 //
 // Steps 3 to 6 write only what differs, so a reconcile that finds
 // everything as desired writes nothing. The status is written on every
@@ -91,6 +124,7 @@ func (r *GarraServerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		run  func(context.Context, *reconcileState) error
 	}{
 		{"validate spec", r.validate},
+		{"rotate tokens", r.rotateTokens},
 		{"generate secrets", r.ensureSecrets},
 		{"read secrets", r.readSecrets},
 		{"apply gateway", r.applyGateway},
@@ -112,7 +146,21 @@ func (r *GarraServerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.writeStatus(ctx, s); err != nil {
 		return ctrl.Result{}, errors.Join(stepErr, fmt.Errorf("write status of %s/%s: %w", gs.Namespace, gs.Name, err))
 	}
-	return ctrl.Result{}, stepErr
+	if stepErr != nil {
+		return ctrl.Result{}, stepErr
+	}
+	return ctrl.Result{RequeueAfter: s.requeue}, nil
+}
+
+// requeueAt asks for a pass within d (the earliest request wins); a due
+// time already past asks for one in a second.
+func (s *reconcileState) requeueAt(d time.Duration) {
+	if d < time.Second {
+		d = time.Second
+	}
+	if s.requeue == 0 || d < s.requeue {
+		s.requeue = d
+	}
 }
 
 // event records an event on the GarraServer.

@@ -130,7 +130,7 @@ func objectsOfAny(list client.ObjectList) ([]client.Object, error) {
 // tableObjects is what ARCHITECTURE.md's table says team-a owns, by kind.
 func tableObjects(orchs ...string) map[string][]string {
 	want := map[string][]string{
-		"Secret":                {"team-a-gateway"},
+		"Secret":                {"team-a-gateway", "team-a-gateway-tokens"},
 		"ConfigMap":             {"team-a-gateway"},
 		"PersistentVolumeClaim": {"team-a-gateway-data"},
 		"Deployment":            {"team-a-gateway"},
@@ -283,6 +283,36 @@ func podFiles(ns string, pod corev1.PodSpec, volume, dir string) map[string]stri
 	return out
 }
 
+// gatewayFiles resolves the gateway pod's credential files as the kubelet
+// would: the owner key from its volume, and every key of the tokens Secret
+// as a file of the tokens directory.
+func gatewayFiles(ns string, pod corev1.PodSpec) map[string]string {
+	GinkgoHelper()
+	out := map[string]string{}
+	for _, v := range pod.Volumes {
+		switch {
+		case v.Name == "owner-key" && v.Secret != nil:
+			Expect(v.Secret.Items).To(HaveLen(1))
+			val, ok := secretData(ns, v.Secret.SecretName)[v.Secret.Items[0].Key]
+			Expect(ok).To(BeTrue(), "owner key %s/%s", v.Secret.SecretName, v.Secret.Items[0].Key)
+			out[APIKeyFile()] = string(val)
+		case v.Name == "tokens" && v.Secret != nil:
+			Expect(v.Secret.Items).To(BeEmpty(), "the whole tokens Secret is the directory")
+			for k, val := range secretData(ns, v.Secret.SecretName) {
+				out[TokensDir+"/"+k] = string(val)
+			}
+		}
+	}
+	return out
+}
+
+// templateOf is a Deployment's pod template and generation.
+func templateOf(ns, name string) (corev1.PodTemplateSpec, int64) {
+	GinkgoHelper()
+	d := get(ns, name, &appsv1.Deployment{})
+	return d.Spec.Template, d.Generation
+}
+
 // podEnv resolves a container's variables as the kubelet would.
 func podEnv(ns string, c corev1.Container) map[string]string {
 	GinkgoHelper()
@@ -354,7 +384,8 @@ var _ = Describe("GarraServer", func() {
 		Expect(c.Image).To(Equal("garra:test"))
 		Expect(c.Command).To(Equal([]string{"garra", "gateway", "--config", "/etc/garra/config.yml"}))
 		Expect(mounts(c)).To(Equal(map[string]string{"/etc/garra": "config (ro)", "/var/lib/garra": "data", "/tmp": "tmp",
-			"/var/run/garra": "secrets (ro)"}))
+			"/var/run/garra/owner": "owner-key (ro)", "/var/run/garra/tokens": "tokens (ro)"}))
+		Expect(gw.Spec.Template.Spec.TerminationGracePeriodSeconds).To(HaveValue(Equal(int64(40))), "drainSeconds' default 30, plus 10")
 		Expect(envFrom(c)).To(Equal(map[string]string{
 			"HOME":               "=/tmp",
 			"GARRA_LLM_API_KEY":  "llm-keys/openrouter",
@@ -362,17 +393,19 @@ var _ = Describe("GarraServer", func() {
 		}))
 		env := podEnv(ns, c)
 		Expect(env["GARRA_LLM_API_KEY"]).To(Equal("sk-or-test"))
-		fileRefs, mode := projectedFiles(gw.Spec.Template.Spec, "secrets")
-		Expect(mode).To(Equal(int32(0o440)))
-		Expect(fileRefs).To(Equal(map[string]string{
-			"api-key":                "team-a-gateway/api-key",
-			"tokens/badgood":         "team-a-orch-badgood/token",
-			"sandbox-tokens/badgood": "team-a-orch-badgood/sandbox-token",
-			"tokens/n8n":             "n8n-token/token",
-			"sandbox-tokens/n8n":     "team-a-orch-n8n/sandbox-token",
+		files := gatewayFiles(ns, gw.Spec.Template.Spec)
+		orch := secretData(ns, "team-a-orch-badgood")
+		n8nOrch := secretData(ns, "team-a-orch-n8n")
+		Expect(files).To(Equal(map[string]string{
+			APIKeyFile():                string(secretData(ns, "team-a-gateway")["api-key"]),
+			OrchTokenFile("badgood"):    string(orch["token"]),
+			SandboxTokenFile("badgood"): string(orch["sandbox-token"]),
+			OrchTokenFile("n8n"):        "n8n-bearer",
+			SandboxTokenFile("n8n"):     string(n8nOrch["sandbox-token"]),
 		}))
-		files := podFiles(ns, gw.Spec.Template.Spec, "secrets", SecretsDir)
-		Expect(files[SecretsDir+"/tokens/n8n"]).To(Equal("n8n-bearer"))
+		tokens := get(ns, "team-a-gateway-tokens", &corev1.Secret{})
+		Expect(tokens.OwnerReferences).To(HaveLen(1))
+		Expect(tokens.OwnerReferences[0].UID).To(Equal(gs.UID))
 
 		By("checking the sandbox pods")
 		for _, o := range []string{"badgood", "n8n"} {
@@ -382,11 +415,15 @@ var _ = Describe("GarraServer", func() {
 			Expect(pod.ServiceAccountName).To(Equal("team-a-sandbox-" + o))
 			sc := pod.Containers[0]
 			Expect(sc.Image).To(Equal("garra-sandbox:test"))
-			Expect(mounts(sc)).To(Equal(map[string]string{"/workspace": "workspace", "/tmp": "tmp"}))
+			Expect(mounts(sc)).To(Equal(map[string]string{"/workspace": "workspace", "/tmp": "tmp", "/var/run/garra": "token (ro)"}))
 			Expect(pod.Volumes).To(ContainElement(HaveField("VolumeSource.PersistentVolumeClaim.ClaimName", "team-a-ws-"+o)))
-			Expect(envFrom(sc)).To(Equal(map[string]string{"HOME": "=/tmp", "GARRA_SANDBOX_TOKEN": "team-a-orch-" + o + "/sandbox-token"}))
-			// The gateway and the sandbox hold the same sandbox token.
-			Expect(podEnv(ns, sc)["GARRA_SANDBOX_TOKEN"]).To(Equal(files[SandboxTokenFile(o)]))
+			Expect(envFrom(sc)).To(Equal(map[string]string{"HOME": "=/tmp"}))
+			Expect(sc.Command).To(ContainElements("--token-file", SandboxTokenPath))
+			Expect(pod.TerminationGracePeriodSeconds).To(HaveValue(Equal(int64(40))))
+			// The gateway and the sandbox hold the same sandbox token, and
+			// the sandbox only its own.
+			sbFiles := podFiles(ns, pod, "token", SecretsDir)
+			Expect(sbFiles).To(Equal(map[string]string{SandboxTokenPath: files[SandboxTokenFile(o)]}))
 			Expect(get(ns, "team-a-sandbox-"+o, &corev1.ServiceAccount{}).AutomountServiceAccountToken).To(HaveValue(BeFalse()))
 		}
 		np := get(ns, "team-a-sandbox-badgood", &networkingv1.NetworkPolicy{})
@@ -521,8 +558,8 @@ var _ = Describe("GarraServer", func() {
 	It("adds, changes and removes orchestrators", func() {
 		twoOrchestrators(ns)
 		settled(ns, "badgood", "n8n")
-		hash := podHash(ns, "team-a-gateway")
-		sandboxHash := podHash(ns, "team-a-sandbox-badgood")
+		gwTmpl, gwGen := templateOf(ns, "team-a-gateway")
+		sbTmpl, sbGen := templateOf(ns, "team-a-sandbox-badgood")
 
 		By("adding one")
 		update(ns, func(gs *garrav1alpha1.GarraServer) {
@@ -532,19 +569,26 @@ var _ = Describe("GarraServer", func() {
 		settled(ns, "badgood", "n8n", "third")
 		Expect(get(ns, "team-a-gateway", &corev1.ConfigMap{}).Data["config.yml"]).To(ContainSubstring("key_file: /var/run/garra/tokens/third"))
 		Expect(get(ns, "team-a-sandbox-third", &appsv1.Deployment{}).Spec.Template.Spec.Containers[0].Image).To(Equal("custom:1"))
-		Expect(podHash(ns, "team-a-gateway")).NotTo(Equal(hash), "the gateway rolls to learn the new orchestrator")
-		Expect(podHash(ns, "team-a-sandbox-badgood")).To(Equal(sandboxHash), "another's sandbox reads nothing that changed: it keeps running")
+		Expect(secretData(ns, "team-a-gateway-tokens")).To(HaveKey("third"), "the new orchestrator's token reaches the running gateway as a file")
+		Expect(secretData(ns, "team-a-gateway-tokens")).To(HaveKey("third.sandbox"))
+		tmpl, gen := templateOf(ns, "team-a-gateway")
+		Expect(tmpl).To(Equal(gwTmpl), "the gateway keeps running: it reloads the new orchestrator")
+		Expect(gen).To(Equal(gwGen))
+		tmpl, gen = templateOf(ns, "team-a-sandbox-badgood")
+		Expect(tmpl).To(Equal(sbTmpl), "another's sandbox reads nothing that changed: it keeps running")
+		Expect(gen).To(Equal(sbGen))
 		Expect(eventNotes(ns, "OrchestratorAdded")).To(ContainElement(ContainSubstring("orchestrator third added")))
 
 		By("changing one: tools and egress")
-		hash = podHash(ns, "team-a-gateway")
 		update(ns, func(gs *garrav1alpha1.GarraServer) {
 			gs.Spec.Orchestrators[2].Tools = []garrav1alpha1.Tool{"status", "read_history"}
 			gs.Spec.Orchestrators[2].Sandbox.Egress = garrav1alpha1.EgressInternet
 		})
 		Eventually(func() int { return len(get(ns, "team-a-sandbox-third", &networkingv1.NetworkPolicy{}).Spec.Egress) }, timeout, interval).Should(Equal(2))
 		Eventually(func() string { return get(ns, "team-a-gateway", &corev1.ConfigMap{}).Data["config.yml"] }, timeout, interval).Should(ContainSubstring("read_history"))
-		Eventually(func() string { return podHash(ns, "team-a-gateway") }, timeout, interval).ShouldNot(Equal(hash))
+		tmpl, gen = templateOf(ns, "team-a-gateway")
+		Expect(tmpl).To(Equal(gwTmpl), "a tools change applies live")
+		Expect(gen).To(Equal(gwGen))
 		update(ns, func(gs *garrav1alpha1.GarraServer) {
 			gs.Spec.Orchestrators[2].Sandbox.Egress = garrav1alpha1.EgressNone
 		})
@@ -556,6 +600,9 @@ var _ = Describe("GarraServer", func() {
 		})
 		settled(ns, "n8n", "third")
 		Expect(get(ns, "team-a-gateway", &corev1.ConfigMap{}).Data["config.yml"]).NotTo(ContainSubstring("badgood"))
+		Expect(secretData(ns, "team-a-gateway-tokens")).NotTo(HaveKey("badgood"), "a removed orchestrator's token is no longer accepted")
+		tmpl, _ = templateOf(ns, "team-a-gateway")
+		Expect(tmpl).To(Equal(gwTmpl), "removing an orchestrator applies live")
 		Expect(eventNotes(ns, "OrchestratorRemoved")).To(ContainElement(ContainSubstring("orchestrator badgood removed")))
 
 		By("removing the one whose workspace is retained: the claim stays, with no owner")
@@ -571,6 +618,120 @@ var _ = Describe("GarraServer", func() {
 		Eventually(func() []string { return eventNotes(ns, "OrchestratorRemoved") }, timeout, interval).Should(
 			ContainElement(ContainSubstring("workspace claim team-a-ws-n8n kept (retain)")))
 		Expect(server(ns).Status.Orchestrators).To(HaveLen(1))
+	})
+
+	It("applies policy changes without rolling the gateway, and reports which config it runs", func() {
+		twoOrchestrators(ns)
+		settled(ns, "badgood", "n8n")
+		gwTmpl, gwGen := templateOf(ns, "team-a-gateway")
+		configHash := func() string {
+			GinkgoHelper()
+			return ConfigHash(get(ns, "team-a-gateway", &corev1.ConfigMap{}).Data["config.yml"])
+		}
+		Eventually(func() string { return server(ns).Status.ConfigHash }, timeout, interval).Should(Equal(configHash()))
+		Expect(condition(ns, "ConfigApplied")).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "Pending"),
+			HaveField("Message", ContainSubstring("(none reported)"))), "the gateway has reported no config yet")
+
+		By("the gateway reports the rendered hash: Applied")
+		gateways.set(ns, configHash(), "")
+		Eventually(func() *metav1.Condition { return condition(ns, "ConfigApplied") }, timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "Applied")))
+
+		By("a budget, chats and a new orchestrator: the ConfigMap and tokens change, the pod template does not")
+		old := configHash()
+		update(ns, func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Gateway.AskBudgetPerMinute = 3
+			gs.Spec.Orchestrators[1].Chats = []string{"telegram:-1001234567890", "telegram:7"}
+			gs.Spec.Orchestrators = append(gs.Spec.Orchestrators, garrav1alpha1.OrchestratorSpec{Name: "third", Tools: []garrav1alpha1.Tool{"status"}})
+		})
+		settled(ns, "badgood", "n8n", "third")
+		Expect(get(ns, "team-a-gateway", &corev1.ConfigMap{}).Data["config.yml"]).To(And(
+			ContainSubstring("ask_budget_per_minute: 3"), ContainSubstring("telegram:7"), ContainSubstring("key_file: /var/run/garra/tokens/third")))
+		tmpl, gen := templateOf(ns, "team-a-gateway")
+		Expect(tmpl).To(Equal(gwTmpl))
+		Expect(gen).To(Equal(gwGen), "no write reached the gateway Deployment's spec")
+		Expect(server(ns).Status.ConfigHash).To(Equal(configHash()))
+		Expect(configHash()).NotTo(Equal(old))
+
+		By("the gateway still runs the old config: Pending, naming both")
+		Eventually(func() *metav1.Condition { return condition(ns, "ConfigApplied") }, timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "Pending"),
+			HaveField("Message", And(ContainSubstring(old), ContainSubstring(configHash())))))
+
+		By("the gateway refused it: Rejected, naming the problem")
+		gateways.set(ns, old, "gateway.mcp_http.orchestrators[2].key_file: /var/run/garra/tokens/third: no such file")
+		Eventually(func() *metav1.Condition { return condition(ns, "ConfigApplied") }, timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "Rejected"),
+			HaveField("Message", ContainSubstring("orchestrators[2].key_file: /var/run/garra/tokens/third: no such file"))))
+
+		By("it loads it on its next reload: Applied, found by the requeue alone")
+		gateways.set(ns, configHash(), "")
+		Eventually(func() string { return condition(ns, "ConfigApplied").Reason }, timeout, interval).Should(Equal("Applied"))
+
+		By("the image and the drain need a new process: the template changes")
+		update(ns, func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Image = "garra:2"
+			gs.Spec.Gateway.DrainSeconds = 90
+		})
+		Eventually(func() string {
+			return get(ns, "team-a-gateway", &appsv1.Deployment{}).Spec.Template.Spec.Containers[0].Image
+		}, timeout, interval).Should(Equal("garra:2"))
+		d := get(ns, "team-a-gateway", &appsv1.Deployment{})
+		Expect(d.Generation).To(BeNumerically(">", gwGen))
+		Expect(d.Spec.Template.Spec.TerminationGracePeriodSeconds).To(HaveValue(Equal(int64(100))))
+		Eventually(func() *int64 {
+			return get(ns, "team-a-sandbox-badgood", &appsv1.Deployment{}).Spec.Template.Spec.TerminationGracePeriodSeconds
+		}, timeout, interval).Should(HaveValue(Equal(int64(100))))
+	})
+
+	It("rotates a token on request, with an overlap, and a bring-your-own token when it changes", func() {
+		twoOrchestrators(ns)
+		update(ns, func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Gateway.TokenRotationGracePeriod = &metav1.Duration{Duration: 3 * time.Second}
+		})
+		settled(ns, "badgood", "n8n")
+		gwTmpl, _ := templateOf(ns, "team-a-gateway")
+		sbTmpl, _ := templateOf(ns, "team-a-sandbox-badgood")
+		old := secretData(ns, "team-a-orch-badgood")
+		Expect(secretData(ns, "team-a-gateway-tokens")).To(HaveKeyWithValue("badgood", old["token"]))
+
+		By("annotating the GarraServer")
+		update(ns, func(gs *garrav1alpha1.GarraServer) {
+			gs.Annotations = map[string]string{garrav1alpha1.AnnotationRotateToken: "badgood"}
+		})
+		Eventually(func() []byte { return secretData(ns, "team-a-orch-badgood")["token"] }, timeout, interval).ShouldNot(Equal(old["token"]))
+		cur := secretData(ns, "team-a-orch-badgood")
+		Expect(cur["sandbox-token"]).NotTo(Equal(old["sandbox-token"]))
+		Eventually(func() map[string]string {
+			out := map[string]string{}
+			for k, v := range secretData(ns, "team-a-gateway-tokens") {
+				out[k] = string(v)
+			}
+			return out
+		}, timeout, interval).Should(And(
+			HaveKeyWithValue("badgood", string(cur["token"])+"\n"+string(old["token"])),
+			HaveKeyWithValue("badgood.sandbox", string(old["sandbox-token"])+"\n"+string(cur["sandbox-token"]))))
+		Eventually(func() map[string]string { return server(ns).Annotations }, timeout, interval).ShouldNot(HaveKey(garrav1alpha1.AnnotationRotateToken))
+		Eventually(func() *garrav1alpha1.TokenRotationStatus { return server(ns).Status.Orchestrators[0].TokenRotation }, timeout, interval).ShouldNot(BeNil())
+		Expect(eventReasons(ns)).To(ContainElement("TokenRotated"))
+
+		By("after the grace only the new tokens remain, with no event but the requeue")
+		Eventually(func() string { return string(secretData(ns, "team-a-gateway-tokens")["badgood"]) }, timeout, interval).Should(Equal(string(cur["token"])))
+		Expect(string(secretData(ns, "team-a-gateway-tokens")["badgood.sandbox"])).To(Equal(string(cur["sandbox-token"])))
+		Eventually(func() *garrav1alpha1.TokenRotationStatus { return server(ns).Status.Orchestrators[0].TokenRotation }, timeout, interval).Should(BeNil())
+		Expect(secretData(ns, "team-a-orch-badgood")).To(Equal(cur), "no second rotation")
+
+		By("a bring-your-own token changed by hand overlaps the same way")
+		byo := get(ns, "n8n-token", &corev1.Secret{})
+		byo.Data["token"] = []byte("n8n-bearer-2")
+		must(k8sClient.Update(ctx, byo))
+		Eventually(func() string { return string(secretData(ns, "team-a-gateway-tokens")["n8n"]) }, timeout, interval).Should(Equal("n8n-bearer-2\nn8n-bearer"))
+		Eventually(func() string { return string(secretData(ns, "team-a-gateway-tokens")["n8n"]) }, timeout, interval).Should(Equal("n8n-bearer-2"))
+
+		tmpl, _ := templateOf(ns, "team-a-gateway")
+		Expect(tmpl).To(Equal(gwTmpl), "no rotation rolls the gateway")
+		tmpl, _ = templateOf(ns, "team-a-sandbox-badgood")
+		Expect(tmpl).To(Equal(sbTmpl), "no rotation rolls the sandbox")
 	})
 
 	It("keeps generated Secrets across reconciles and a manager restart", func() {
@@ -601,7 +762,7 @@ var _ = Describe("GarraServer", func() {
 	It("recreates a deleted child", func() {
 		twoOrchestrators(ns)
 		settled(ns, "badgood", "n8n")
-		hash := podHash(ns, "team-a-sandbox-badgood")
+		sbTmpl, _ := templateOf(ns, "team-a-sandbox-badgood")
 		oldToken := secretData(ns, "team-a-orch-badgood")["sandbox-token"]
 
 		for _, obj := range []client.Object{
@@ -614,9 +775,13 @@ var _ = Describe("GarraServer", func() {
 			must(k8sClient.Delete(ctx, obj))
 		}
 		settled(ns, "badgood", "n8n")
-		By("a deleted generated Secret is generated anew, and the pods that read it roll")
-		Expect(secretData(ns, "team-a-orch-badgood")["sandbox-token"]).NotTo(Equal(oldToken))
-		Eventually(func() string { return podHash(ns, "team-a-sandbox-badgood") }, timeout, interval).ShouldNot(Equal(hash))
+		By("a deleted generated Secret is generated anew; the old token overlaps with it, no pod rolls")
+		newToken := secretData(ns, "team-a-orch-badgood")["sandbox-token"]
+		Expect(newToken).NotTo(Equal(oldToken))
+		Eventually(func() string { return string(secretData(ns, "team-a-gateway-tokens")["badgood.sandbox"]) }, timeout, interval).Should(
+			Equal(string(oldToken) + "\n" + string(newToken)))
+		tmpl, _ := templateOf(ns, "team-a-sandbox-badgood")
+		Expect(tmpl).To(Equal(sbTmpl))
 	})
 
 	It("never writes a bring-your-own Secret, and rolls the gateway when it changes", func() {
@@ -627,9 +792,8 @@ var _ = Describe("GarraServer", func() {
 			gs.Spec.Gateway.APIKeySecretRef = &garrav1alpha1.SecretKeySelector{Name: "my-key", Key: "api-key"}
 		})
 		Eventually(func() map[string]string {
-			files, _ := projectedFiles(get(ns, "team-a-gateway", &appsv1.Deployment{}).Spec.Template.Spec, "secrets")
-			return files
-		}, timeout, interval).Should(HaveKeyWithValue("api-key", "my-key/api-key"))
+			return gatewayFiles(ns, get(ns, "team-a-gateway", &appsv1.Deployment{}).Spec.Template.Spec)
+		}, timeout, interval).Should(HaveKeyWithValue(APIKeyFile(), "owner-key"))
 		quiet(ns)
 		for _, name := range []string{"my-key", "n8n-token", "llm-keys", "tg"} {
 			s := get(ns, name, &corev1.Secret{})
@@ -748,6 +912,13 @@ var _ = Describe("GarraServer", func() {
 			gs.Spec.Orchestrators[0].Tools = []garrav1alpha1.Tool{"status", "shell"}
 		},
 			"spec.orchestrators[0].tools[1]", `Unsupported value: "shell"`),
+		Entry("drainSeconds -1", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Gateway.DrainSeconds = -1 },
+			"spec.gateway.drainSeconds", "greater than or equal to 1"),
+		Entry("drainSeconds 601", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Gateway.DrainSeconds = 601 },
+			"spec.gateway.drainSeconds", "less than or equal to 600"),
+		Entry("a token grace under a second", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Gateway.TokenRotationGracePeriod = &metav1.Duration{Duration: time.Millisecond}
+		}, "spec.gateway.tokenRotationGracePeriod", "between 1s and 24h"),
 		Entry("agentMaxSeconds 601", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Gateway.AgentMaxSeconds = 601 },
 			"spec.gateway.agentMaxSeconds", "less than or equal to 600"),
 		Entry("agentMaxSeconds 4", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Gateway.AgentMaxSeconds = 4 },

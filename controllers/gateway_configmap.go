@@ -116,9 +116,9 @@ func gatewayPodEnv(gs *garrav1alpha1.GarraServer) []string {
 }
 
 func gatewayPodFiles(gs *garrav1alpha1.GarraServer) []string {
-	var files []string
-	for _, fr := range gatewayFileRefs(gs) {
-		files = append(files, SecretsDir+"/"+fr.Path)
+	files := []string{APIKeyFile()}
+	for _, o := range gs.Spec.Orchestrators {
+		files = append(files, OrchTokenFile(o.Name), SandboxTokenFile(o.Name))
 	}
 	return files
 }

@@ -41,7 +41,7 @@ func TestRenderConfig(t *testing.T) {
 				if c.DataDir != "/var/lib/garra" || c.Gateway.Listen != "0.0.0.0:3888" {
 					t.Errorf("data_dir %q, listen %q", c.DataDir, c.Gateway.Listen)
 				}
-				if c.Gateway.APIKey != "" || c.Gateway.APIKeyFile != "/var/run/garra/api-key" {
+				if c.Gateway.APIKey != "" || c.Gateway.APIKeyFile != "/var/run/garra/owner/api-key" {
 					t.Errorf("api_key %q written into the file, or api_key_file %q not the mounted one", c.Gateway.APIKey, c.Gateway.APIKeyFile)
 				}
 				want := []string{"team-a-gateway", "team-a-gateway.agents", "team-a-gateway.agents.svc", "team-a-gateway.agents.svc.cluster.local"}
@@ -65,11 +65,11 @@ func TestRenderConfig(t *testing.T) {
 				b, n := m.Orchestrators[0], m.Orchestrators[1]
 				if b.Name != "badgood" || b.KeyFile != "/var/run/garra/tokens/badgood" || b.KeyEnv != "" || !slices.Equal(b.Tools, []string{"status", "agent"}) ||
 					b.Sandbox == nil || b.Sandbox.URL != "http://team-a-sandbox-badgood.agents.svc:8080/mcp" ||
-					b.Sandbox.TokenFile != "/var/run/garra/sandbox-tokens/badgood" || b.Sandbox.TokenEnv != "" {
+					b.Sandbox.TokenFile != "/var/run/garra/tokens/badgood.sandbox" || b.Sandbox.TokenEnv != "" {
 					t.Errorf("badgood = %+v %+v", b, b.Sandbox)
 				}
 				if n.Name != "n8n-prod" || n.KeyFile != "/var/run/garra/tokens/n8n-prod" || !slices.Equal(n.Chats, []string{"telegram:42"}) ||
-					n.Sandbox == nil || n.Sandbox.TokenFile != "/var/run/garra/sandbox-tokens/n8n-prod" {
+					n.Sandbox == nil || n.Sandbox.TokenFile != "/var/run/garra/tokens/n8n-prod.sandbox" {
 					t.Errorf("n8n-prod = %+v %+v", n, n.Sandbox)
 				}
 				if c.Channels.Telegram.BotTokenEnv != "" || len(c.Channels.Telegram.ProactiveChatIDs) != 0 {

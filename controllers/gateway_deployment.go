@@ -17,19 +17,17 @@ func GatewayCommand() []string {
 
 // gatewayDeployment is NAME-gateway: one replica of `garra gateway`,
 // Recreate (its data volume is ReadWriteOnce), hardened like the sandboxes.
-// Its own credentials (owner key, orchestrator and sandbox tokens) are
-// read-only files under SecretsDir from one projected volume; the LLM and
-// Telegram keys are environment variables from Secret keys. hash is the
-// inputs hash of the config and those secrets.
+// Its credentials are read-only files: the owner key under ownerDir, every
+// orchestrator's tokens under TokensDir from the whole Secret
+// NAME-gateway-tokens. Both are plain volumes, never subPath mounts (which
+// the kubelet does not update), and the volume list does not depend on the
+// orchestrators: adding one changes that Secret and config.yml, which the
+// gateway reloads, not this template. The LLM, Brave and Telegram keys are
+// environment variables from Secret keys. hash is the inputs hash of the
+// Secret keys this template refers to.
 func gatewayDeployment(gs *garrav1alpha1.GarraServer, image, hash string) *appsv1ac.DeploymentApplyConfiguration {
 	lbl := labels(gs, ComponentGateway, "")
-
-	secrets := corev1ac.ProjectedVolumeSource().WithDefaultMode(SecretFileMode)
-	for _, fr := range gatewayFileRefs(gs) {
-		secrets.WithSources(corev1ac.VolumeProjection().WithSecret(
-			corev1ac.SecretProjection().WithName(fr.Ref.Secret).
-				WithItems(corev1ac.KeyToPath().WithKey(fr.Ref.Key).WithPath(fr.Path))))
-	}
+	owner := gatewayAPIKeyRef(gs)
 
 	env := []*corev1ac.EnvVarApplyConfiguration{corev1ac.EnvVar().WithName(EnvHome).WithValue(TmpDir)}
 	for _, er := range gatewayEnvRefs(gs) {
@@ -46,7 +44,8 @@ func gatewayDeployment(gs *garrav1alpha1.GarraServer, image, hash string) *appsv
 			corev1ac.VolumeMount().WithName("config").WithMountPath(ConfigDir).WithReadOnly(true),
 			corev1ac.VolumeMount().WithName("data").WithMountPath(DataDir),
 			corev1ac.VolumeMount().WithName("tmp").WithMountPath(TmpDir),
-			corev1ac.VolumeMount().WithName("secrets").WithMountPath(SecretsDir).WithReadOnly(true),
+			corev1ac.VolumeMount().WithName("owner-key").WithMountPath(ownerDir).WithReadOnly(true),
+			corev1ac.VolumeMount().WithName("tokens").WithMountPath(TokensDir).WithReadOnly(true),
 		).
 		WithReadinessProbe(readinessProbe("/readyz", gatewayName(gs))).
 		WithLivenessProbe(livenessProbe("/healthz", gatewayName(gs))).
@@ -67,16 +66,44 @@ func gatewayDeployment(gs *garrav1alpha1.GarraServer, image, hash string) *appsv
 			corev1ac.Volume().WithName("data").WithPersistentVolumeClaim(
 				corev1ac.PersistentVolumeClaimVolumeSource().WithClaimName(gatewayDataName(gs))),
 			corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
-			corev1ac.Volume().WithName("secrets").WithProjected(secrets),
-		)
+			corev1ac.Volume().WithName("owner-key").WithSecret(
+				corev1ac.SecretVolumeSource().WithSecretName(owner.Secret).WithDefaultMode(SecretFileMode).
+					WithItems(corev1ac.KeyToPath().WithKey(owner.Key).WithPath(KeyAPIKey))),
+			corev1ac.Volume().WithName("tokens").WithSecret(
+				corev1ac.SecretVolumeSource().WithSecretName(tokensName(gs)).WithDefaultMode(SecretFileMode)),
+		).
+		WithTerminationGracePeriodSeconds(terminationGrace(gs))
 
 	return singlePodDeployment(gs, gatewayName(gs), lbl, hash, pod)
 }
 
+// DrainMarginSeconds is what terminationGracePeriodSeconds adds to
+// spec.gateway.drainSeconds: time to exit after the drain deadline, before
+// the kubelet's SIGKILL.
+const DrainMarginSeconds = 10
+
+// defaultDrainSeconds is the CRD's default, for a spec the API server did
+// not default.
+const defaultDrainSeconds = 30
+
+// terminationGrace is the pods' terminationGracePeriodSeconds.
+func terminationGrace(gs *garrav1alpha1.GarraServer) int64 {
+	d := int64(gs.Spec.Gateway.DrainSeconds)
+	if d <= 0 {
+		d = defaultDrainSeconds
+	}
+	return d + DrainMarginSeconds
+}
+
 // singlePodDeployment is the Deployment shape of every pod Garra runs: one
 // replica, Recreate (a ReadWriteOnce volume cannot be shared by two pods),
-// owned by gs, with the inputs hash on the template so changes roll out.
+// owned by gs, with the inputs hash (when there is one) on the template so
+// that a change of what the pod reads only at start rolls it out.
 func singlePodDeployment(gs *garrav1alpha1.GarraServer, name string, lbl map[string]string, hash string, pod *corev1ac.PodSpecApplyConfiguration) *appsv1ac.DeploymentApplyConfiguration {
+	tmpl := corev1ac.PodTemplateSpec().WithLabels(lbl).WithSpec(pod)
+	if hash != "" {
+		tmpl.WithAnnotations(map[string]string{AnnotationInputsHash: hash})
+	}
 	return appsv1ac.Deployment(name, gs.Namespace).
 		WithLabels(lbl).
 		WithOwnerReferences(ownerRefs(gs)...).
@@ -84,8 +111,5 @@ func singlePodDeployment(gs *garrav1alpha1.GarraServer, name string, lbl map[str
 			WithReplicas(1).
 			WithStrategy(appsv1ac.DeploymentStrategy().WithType(appsv1.RecreateDeploymentStrategyType)).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(lbl)).
-			WithTemplate(corev1ac.PodTemplateSpec().
-				WithLabels(lbl).
-				WithAnnotations(map[string]string{AnnotationInputsHash: hash}).
-				WithSpec(pod)))
+			WithTemplate(tmpl))
 }

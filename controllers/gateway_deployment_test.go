@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"encoding/json"
 	"slices"
 	"testing"
 
@@ -16,7 +17,7 @@ func TestGatewayDeployment(t *testing.T) {
 		name      string
 		mutate    func(*garrav1alpha1.GarraServer)
 		wantEnv   map[string]string
-		wantFiles map[string]string // under /var/run/garra
+		wantOwner string // secret/key of the owner key file
 		check     func(*testing.T, *appsv1.Deployment)
 	}{
 		{
@@ -25,13 +26,7 @@ func TestGatewayDeployment(t *testing.T) {
 				"HOME":              "=/tmp",
 				"GARRA_LLM_API_KEY": "llm-keys/openrouter",
 			},
-			wantFiles: map[string]string{
-				"api-key":                 "team-a-gateway/api-key",
-				"tokens/badgood":          "team-a-orch-badgood/token",
-				"sandbox-tokens/badgood":  "team-a-orch-badgood/sandbox-token",
-				"tokens/n8n-prod":         "n8n-token/token",
-				"sandbox-tokens/n8n-prod": "team-a-orch-n8n-prod/sandbox-token",
-			},
+			wantOwner: "team-a-gateway/api-key",
 			check: func(t *testing.T, d *appsv1.Deployment) {
 				if c := d.Spec.Template.Spec.Containers[0]; c.Resources.Limits != nil || c.Resources.Requests != nil {
 					t.Errorf("resources = %+v, want none", c.Resources)
@@ -49,7 +44,7 @@ func TestGatewayDeployment(t *testing.T) {
 				"GARRA_LLM_API_KEY": "llm-keys/openrouter",
 				"BRAVE_API_KEY":     "brave/api",
 			},
-			wantFiles: map[string]string{"api-key": "team-a-gateway/api-key"},
+			wantOwner: "team-a-gateway/api-key",
 		},
 		{
 			name: "BYO key, telegram token, resources",
@@ -66,7 +61,7 @@ func TestGatewayDeployment(t *testing.T) {
 				"GARRA_LLM_API_KEY":  "llm-keys/openrouter",
 				"TELEGRAM_BOT_TOKEN": "tg/token",
 			},
-			wantFiles: map[string]string{"api-key": "my-key/api-key"},
+			wantOwner: "my-key/api-key",
 			check: func(t *testing.T, d *appsv1.Deployment) {
 				c := d.Spec.Template.Spec.Containers[0]
 				if q := c.Resources.Requests[corev1.ResourceCPU]; q.String() != "100m" {
@@ -107,17 +102,28 @@ func TestGatewayDeployment(t *testing.T) {
 			}
 			eqMap(t, "env", envFrom(c), tc.wantEnv)
 			eqMap(t, "mounts", mounts(c), map[string]string{"/etc/garra": "config (ro)", "/var/lib/garra": "data", "/tmp": "tmp",
-				"/var/run/garra": "secrets (ro)"})
-			// The gateway's own credentials: one read-only file each, for
-			// owner and group (the pod's fsGroup) only.
-			files, mode := projectedFiles(pod, "secrets")
-			eqMap(t, "secret files", files, tc.wantFiles)
-			if mode != 0o440 {
-				t.Errorf("secret files mode = %#o, want 0440", mode)
+				"/var/run/garra/owner": "owner-key (ro)", "/var/run/garra/tokens": "tokens (ro)"})
+			for _, m := range c.VolumeMounts {
+				if m.SubPath != "" {
+					t.Errorf("mount %s uses subPath %q: the kubelet would never update it", m.MountPath, m.SubPath)
+				}
+			}
+			if g := pod.TerminationGracePeriodSeconds; g == nil || *g != 40 {
+				t.Errorf("terminationGracePeriodSeconds = %v, want drainSeconds 30 + 10", g)
 			}
 			vols := map[string]corev1.Volume{}
 			for _, v := range pod.Volumes {
 				vols[v.Name] = v
+			}
+			// The gateway's own credentials: read-only files for owner and
+			// group (the pod's fsGroup) only.
+			if v := vols["owner-key"].Secret; v == nil || v.DefaultMode == nil || *v.DefaultMode != 0o440 || len(v.Items) != 1 ||
+				v.SecretName+"/"+v.Items[0].Key != tc.wantOwner || v.Items[0].Path != "api-key" {
+				t.Errorf("owner-key volume = %+v, want %s as api-key, mode 0440", v, tc.wantOwner)
+			}
+			if v := vols["tokens"].Secret; v == nil || v.SecretName != "team-a-gateway-tokens" || len(v.Items) != 0 ||
+				v.DefaultMode == nil || *v.DefaultMode != 0o440 {
+				t.Errorf("tokens volume = %+v, want all of team-a-gateway-tokens, mode 0440", v)
 			}
 			if v := vols["config"]; v.ConfigMap == nil || v.ConfigMap.Name != "team-a-gateway" {
 				t.Errorf("config volume = %+v", v)
@@ -142,6 +148,80 @@ func TestGatewayDeployment(t *testing.T) {
 			}
 			if tc.check != nil {
 				tc.check(t, d)
+			}
+		})
+	}
+}
+
+// TestGatewayTemplateIgnoresPolicy: what the gateway reloads live (the
+// orchestrators, their tools, chats and tokens, budgets, models, redact
+// patterns) leaves its pod template as it is; what needs a new process
+// (image, resources, the variables' Secret references and values, the
+// drain) changes it.
+func TestGatewayTemplateIgnoresPolicy(t *testing.T) {
+	values := map[string][]byte{"llm-keys/openrouter": []byte("sk-1"), "team-a-gateway/api-key": []byte("owner")}
+	template := func(gs *garrav1alpha1.GarraServer, image string, values map[string][]byte) string {
+		t.Helper()
+		s := &reconcileState{gs: gs, values: values}
+		d := typed[appsv1.Deployment](t, gatewayDeployment(gs, image, s.gatewayHash()))
+		out, err := json.Marshal(d.Spec.Template)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	base := template(testServer(), "garra:1", values)
+	for _, tc := range []struct {
+		name   string
+		change func(*garrav1alpha1.GarraServer)
+		image  string
+		values map[string][]byte
+		rolls  bool
+	}{
+		{name: "an orchestrator added", change: func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Orchestrators = append(gs.Spec.Orchestrators, garrav1alpha1.OrchestratorSpec{Name: "third"})
+		}},
+		{name: "an orchestrator removed", change: func(gs *garrav1alpha1.GarraServer) { gs.Spec.Orchestrators = gs.Spec.Orchestrators[:1] }},
+		{name: "tools and chats", change: func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Orchestrators[0].Tools = []garrav1alpha1.Tool{"status"}
+			gs.Spec.Orchestrators[1].Chats = []string{"telegram:1"}
+		}},
+		{name: "a bring-your-own token reference", change: func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Orchestrators[0].TokenSecretRef = &garrav1alpha1.SecretKeySelector{Name: "other", Key: "t"}
+		}},
+		{name: "budgets, models, redact, rate limit", change: func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Gateway.AskBudgetPerMinute = 99
+			gs.Spec.Gateway.AgentBudgetPerMinute = 7
+			gs.Spec.Gateway.AskAllowedModels = []string{"m"}
+			gs.Spec.Gateway.RedactPatterns = nil
+			gs.Spec.Gateway.RateLimitPerMinute = 5
+			gs.Spec.LLM.Model = "other"
+		}},
+		{name: "token values", values: map[string][]byte{"llm-keys/openrouter": []byte("sk-1"), "team-a-gateway/api-key": []byte("owner"),
+			"team-a-orch-badgood/token": []byte("new"), "n8n-token/token": []byte("new")}},
+		{name: "the image", image: "garra:2", rolls: true},
+		{name: "resources", change: func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Gateway.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+		}, rolls: true},
+		{name: "the LLM key reference", change: func(gs *garrav1alpha1.GarraServer) { gs.Spec.LLM.APIKeySecretRef.Key = "other" }, rolls: true},
+		{name: "the LLM key value", values: map[string][]byte{"llm-keys/openrouter": []byte("sk-2"), "team-a-gateway/api-key": []byte("owner")}, rolls: true},
+		{name: "the owner key value", values: map[string][]byte{"llm-keys/openrouter": []byte("sk-1"), "team-a-gateway/api-key": []byte("new")}, rolls: true},
+		{name: "the drain", change: func(gs *garrav1alpha1.GarraServer) { gs.Spec.Gateway.DrainSeconds = 120 }, rolls: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gs := testServer()
+			if tc.change != nil {
+				tc.change(gs)
+			}
+			image, vals := "garra:1", values
+			if tc.image != "" {
+				image = tc.image
+			}
+			if tc.values != nil {
+				vals = tc.values
+			}
+			if rolled := template(gs, image, vals) != base; rolled != tc.rolls {
+				t.Errorf("pod template changed = %v, want %v", rolled, tc.rolls)
 			}
 		})
 	}

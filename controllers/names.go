@@ -63,16 +63,12 @@ const (
 const (
 	EnvLLMAPIKey     = "GARRA_LLM_API_KEY"  //nolint:gosec // G101: a variable name
 	EnvTelegramToken = "TELEGRAM_BOT_TOKEN" //nolint:gosec // G101: a variable name
-	EnvSandboxToken  = "GARRA_SANDBOX_TOKEN"
 	EnvHome          = "HOME"
 )
 
-// SecretsDir is where the gateway pod finds the credentials of the gateway
-// itself: its owner key, each orchestrator's bearer token and each sandbox
-// token, one read-only file per credential (never in the environment, where
-// every process the gateway starts would inherit it and /proc keeps it for
-// the life of the process). One file per caller under tokens/ is also what
-// a gateway that watches the directory needs to pick up a new token.
+// SecretsDir is where the pods find their credentials, one read-only file
+// per credential (never in the environment, where every process the gateway
+// starts would inherit it and /proc keeps it for the life of the process).
 const SecretsDir = "/var/run/garra" //nolint:gosec // G101: a directory, not a credential
 
 // SecretFileMode is the mode of the credential files: readable by owner
@@ -80,27 +76,40 @@ const SecretsDir = "/var/run/garra" //nolint:gosec // G101: a directory, not a c
 // non-root gateway may read them; nobody else may.
 const SecretFileMode int32 = 0o440
 
-// Paths of the gateway's credentials, relative to SecretsDir.
+// Directories of the gateway's credentials under SecretsDir: the owner key
+// in its own volume (its reference is a pod template input), and every
+// orchestrator's tokens in one directory from the Secret NAME-gateway-tokens,
+// whose files the kubelet rewrites in place when the Secret changes, so an
+// orchestrator added, removed or rotated needs no new pod.
 const (
-	apiKeyPath         = "api-key"
-	orchTokenDir       = "tokens"
-	sandboxTokenDirRel = "sandbox-tokens"
+	ownerDir  = SecretsDir + "/owner"
+	TokensDir = SecretsDir + "/tokens"
 )
 
+// SandboxKeySuffix names the keys of the Secret NAME-gateway-tokens: per
+// orchestrator O, key O holds the lines of O's bearer tokens and key O +
+// SandboxKeySuffix the lines of its sandbox tokens.
+const SandboxKeySuffix = ".sandbox"
+
+// SandboxTokenPath is the sandbox's own token lines in its pod.
+const SandboxTokenPath = SecretsDir + "/" + KeySandboxToken
+
 // APIKeyFile is the gateway's owner key in its pod.
-func APIKeyFile() string { return SecretsDir + "/" + apiKeyPath }
+func APIKeyFile() string { return ownerDir + "/" + KeyAPIKey }
 
-// OrchTokenFile is orchestrator o's bearer token in the gateway's pod.
-func OrchTokenFile(o string) string { return SecretsDir + "/" + orchTokenDir + "/" + o }
+// OrchTokenFile is orchestrator o's bearer token lines in the gateway's pod.
+func OrchTokenFile(o string) string { return TokensDir + "/" + o }
 
-// SandboxTokenFile is the gateway's token for o's sandbox, in its pod.
-func SandboxTokenFile(o string) string { return SecretsDir + "/" + sandboxTokenDirRel + "/" + o }
+// SandboxTokenFile is the lines of o's sandbox token in the gateway's pod
+// (the gateway sends the first).
+func SandboxTokenFile(o string) string { return TokensDir + "/" + o + SandboxKeySuffix }
 
 // NonRootID is the UID and GID of every container (distroless "nonroot").
 const NonRootID int64 = 65532
 
 func gatewayName(gs *garrav1alpha1.GarraServer) string     { return gs.Name + "-gateway" }
 func gatewayDataName(gs *garrav1alpha1.GarraServer) string { return gs.Name + "-gateway-data" }
+func tokensName(gs *garrav1alpha1.GarraServer) string      { return gs.Name + "-gateway-tokens" }
 func orchSecretName(gs *garrav1alpha1.GarraServer, o string) string {
 	return gs.Name + "-orch-" + o
 }

@@ -13,9 +13,11 @@ func TestNames(t *testing.T) {
 		{orchSecretName(gs, "badgood"), "team-a-orch-badgood"},
 		{workspaceName(gs, "badgood"), "team-a-ws-badgood"},
 		{sandboxName(gs, "badgood"), "team-a-sandbox-badgood"},
-		{APIKeyFile(), "/var/run/garra/api-key"},
+		{tokensName(gs), "team-a-gateway-tokens"},
+		{APIKeyFile(), "/var/run/garra/owner/api-key"},
 		{OrchTokenFile("n8n-prod"), "/var/run/garra/tokens/n8n-prod"},
-		{SandboxTokenFile("n8n-prod"), "/var/run/garra/sandbox-tokens/n8n-prod"},
+		{SandboxTokenFile("n8n-prod"), "/var/run/garra/tokens/n8n-prod.sandbox"},
+		{SandboxTokenPath, "/var/run/garra/sandbox-token"},
 		{Endpoint(gs), "http://team-a-gateway.agents.svc:3888/mcp"},
 		{SandboxURL(gs, "badgood"), "http://team-a-sandbox-badgood.agents.svc:8080/mcp"},
 	} {

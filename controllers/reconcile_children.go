@@ -21,11 +21,17 @@ import (
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
 )
 
-// applyGateway applies the gateway's ConfigMap, claim, Deployment and
-// Service. A changed config.yml is checked as `garra config check` would,
-// and its problems become one Warning event.
+// applyGateway applies the gateway's tokens Secret, ConfigMap, claim,
+// Deployment and Service. A changed config.yml is checked as `garra config
+// check` would, and its problems become one Warning event.
 func (r *GarraServerReconciler) applyGateway(ctx context.Context, s *reconcileState) error {
 	gs := s.gs
+	if err := r.applyTokens(ctx, s); err != nil {
+		return err
+	}
+	if err := r.ackRotation(ctx, s); err != nil {
+		return err
+	}
 	changed, err := applyIfChanged(ctx, r.Client, gatewayConfigMap(gs, s.configYAML), &corev1.ConfigMap{}, corev1ac.ExtractConfigMap)
 	if err != nil {
 		return err
@@ -36,12 +42,41 @@ func (r *GarraServerReconciler) applyGateway(ctx context.Context, s *reconcileSt
 	if _, err := r.applyClaim(ctx, gatewayClaim(gs)); err != nil {
 		return err
 	}
-	dep := gatewayDeployment(gs, gatewayImage(gs, r.GarraImage), s.gatewayHash(gatewaySecretRefs(gs)))
+	dep := gatewayDeployment(gs, gatewayImage(gs, r.GarraImage), s.gatewayHash())
 	if _, err := applyIfChanged(ctx, r.Client, dep, &appsv1.Deployment{}, appsv1ac.ExtractDeployment); err != nil {
 		return err
 	}
 	_, err = applyIfChanged(ctx, r.Client, gatewayService(gs), &corev1.Service{}, corev1ac.ExtractService)
 	return err
+}
+
+// applyTokens writes NAME-gateway-tokens when what it should hold differs
+// from what it holds, and notes the overlaps in progress for the status and
+// the requeue that retires them.
+func (r *GarraServerReconciler) applyTokens(ctx context.Context, s *reconcileState) error {
+	gs := s.gs
+	var live *corev1.Secret
+	sec := &corev1.Secret{}
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: gs.Namespace, Name: tokensName(gs)}, sec); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("get Secret %s: %w", tokensName(gs), err)
+	default:
+		live = sec
+	}
+	now := r.now()
+	data, ann, until := tokensSecretData(gs, live, s.values, now)
+	s.rotations = until
+	for _, u := range until {
+		s.requeueAt(u.Sub(now))
+	}
+	if tokensSecretCurrent(gs, live, data, ann) {
+		return nil
+	}
+	if err := r.Apply(ctx, tokensSecret(gs, data, ann), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply Secret %s: %w", tokensName(gs), err)
+	}
+	return nil
 }
 
 func (r *GarraServerReconciler) warnConfig(gs *garrav1alpha1.GarraServer, configYAML string) {
@@ -67,7 +102,7 @@ func (r *GarraServerReconciler) applyOrchestrators(ctx context.Context, s *recon
 		if _, err := r.applyClaim(ctx, workspaceClaim(gs, o)); err != nil {
 			return err
 		}
-		dep := sandboxDeployment(gs, o, sandboxImage(gs, o, r.SandboxImage), s.sandboxHash([]secretRef{sandboxTokenRef(gs, o.Name)}))
+		dep := sandboxDeployment(gs, o, sandboxImage(gs, o, r.SandboxImage))
 		if _, err := applyIfChanged(ctx, r.Client, dep, &appsv1.Deployment{}, appsv1ac.ExtractDeployment); err != nil {
 			return err
 		}

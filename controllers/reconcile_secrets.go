@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -96,18 +97,12 @@ func (s *reconcileState) remember(sec *corev1.Secret) {
 	}
 }
 
-// gatewayHash is the gateway's pod template annotation: its config and the
-// secrets it reads.
-func (s *reconcileState) gatewayHash(refs []secretRef) string {
-	return inputsHash(s.configYAML, refs, s.values)
-}
-
-// sandboxHash is a sandbox's pod template annotation: only the secrets it
-// reads. A sandbox never reads the gateway's config, so a change there (a
-// budget, another orchestrator added) must not restart it and cut short
-// the agent runs in flight.
-func (s *reconcileState) sandboxHash(refs []secretRef) string {
-	return inputsHash("", refs, s.values)
+// gatewayHash is the gateway's pod template annotation: the secrets its
+// template refers to. Policy (config.yml) and tokens are left out on
+// purpose: the gateway reloads them live, and a new pod would cut every
+// team's calls in flight and reset every budget.
+func (s *reconcileState) gatewayHash() string {
+	return inputsHash(gatewayPodRefs(s.gs), s.values)
 }
 
 func keyList(sec *corev1.Secret) string {
@@ -119,4 +114,91 @@ func keyList(sec *corev1.Secret) string {
 		out += k
 	}
 	return out
+}
+
+// rotateTokens handles the rotate-token annotation: for each orchestrator
+// it names, the generated Secret NAME-orch-O is replaced by one with fresh
+// credentials (its token, unused while the orchestrator brings its own, and
+// its sandbox-token). The tokens Secret then sees the change and keeps the
+// old values valid for the grace period (tokensSecretData). The annotation
+// is removed once the tokens Secret holds the new values (ackRotation), so
+// annotating again rotates again; a name that is no orchestrator of the
+// spec is reported in a Warning event and ignored.
+func (r *GarraServerReconciler) rotateTokens(ctx context.Context, s *reconcileState) error {
+	val, ok := s.gs.Annotations[garrav1alpha1.AnnotationRotateToken]
+	if !ok {
+		return nil
+	}
+	known := map[string]bool{}
+	for _, o := range s.gs.Spec.Orchestrators {
+		known[o.Name] = true
+	}
+	for _, name := range rotateTokenNames(val) {
+		if !known[name] {
+			r.event(s.gs, true, garrav1alpha1.EventTokenRotated, "Rotate", "%s names %q, which is no orchestrator of this GarraServer: ignored", garrav1alpha1.AnnotationRotateToken, name)
+			continue
+		}
+		if err := r.replaceOrchSecret(ctx, s, name); err != nil {
+			return err
+		}
+	}
+	s.rotateAck = true
+	return nil
+}
+
+// rotateTokenNames splits the annotation's value: names separated by
+// commas, blanks ignored, each once.
+func rotateTokenNames(val string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for n := range strings.SplitSeq(val, ",") {
+		if n = strings.TrimSpace(n); n != "" && !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// replaceOrchSecret deletes o's generated Secret (read around the cache,
+// which may lag) and creates it anew.
+func (r *GarraServerReconciler) replaceOrchSecret(ctx context.Context, s *reconcileState, o string) error {
+	name := orchSecretName(s.gs, o)
+	old := &corev1.Secret{}
+	switch err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.gs.Namespace, Name: name}, old); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("read Secret %s: %w", name, err)
+	default:
+		if err := r.Delete(ctx, old, client.Preconditions{UID: &old.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete Secret %s: %w", name, err)
+		}
+	}
+	sec, err := orchestratorSecret(s.gs, o, r.Rand)
+	if err != nil {
+		return err
+	}
+	if err := r.Create(ctx, sec, client.FieldOwner(FieldOwner)); err != nil {
+		return fmt.Errorf("create Secret %s: %w", name, err)
+	}
+	s.remember(sec)
+	r.event(s.gs, false, garrav1alpha1.EventTokenRotated, "Rotate", "orchestrator %s: new tokens in Secret %s; the previous ones stay valid for %s",
+		o, name, tokenGrace(s.gs))
+	return nil
+}
+
+// ackRotation removes the rotate-token annotation once handled. The
+// optimistic lock makes a value written meanwhile survive, to be handled
+// on the next pass.
+func (r *GarraServerReconciler) ackRotation(ctx context.Context, s *reconcileState) error {
+	if !s.rotateAck {
+		return nil
+	}
+	old := s.gs.DeepCopy()
+	delete(s.gs.Annotations, garrav1alpha1.AnnotationRotateToken)
+	if err := r.Patch(ctx, s.gs, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("remove annotation %s: %w", garrav1alpha1.AnnotationRotateToken, err)
+	}
+	s.rotateAck = false
+	return nil
 }

@@ -12,32 +12,33 @@ import (
 
 // SandboxCommand is what a sandbox container runs.
 func SandboxCommand() []string {
-	return []string{"garra", "sandbox", "--workspace", WorkspaceDir, "--listen", ":" + strconv.Itoa(SandboxPort)}
+	return []string{"garra", "sandbox", "--workspace", WorkspaceDir, "--listen", ":" + strconv.Itoa(SandboxPort), "--token-file", SandboxTokenPath}
 }
 
 // sandboxDeployment is NAME-sandbox-O: one replica of `garra sandbox` under
 // the restricted Pod Security Standard, with /workspace from o's claim,
-// /tmp an emptyDir, no API token, and only its sandbox-token as a secret.
+// /tmp an emptyDir, no API token, and as its only secret the lines of its
+// own sandbox token: the key O.sandbox of NAME-gateway-tokens, projected
+// alone (the other keys of that Secret never reach this pod).
 //
-// The token stays an environment variable, unlike the gateway's: here bash
-// runs as the server's own uid, and any file the server can read, bash can
-// read too; the environment of the non-dumpable server it cannot.
-func sandboxDeployment(gs *garrav1alpha1.GarraServer, o garrav1alpha1.OrchestratorSpec, image, hash string) *appsv1ac.DeploymentApplyConfiguration {
+// The token is a file, not a variable, so that a rotation reaches the
+// running server (it re-reads the file) without cutting the agent runs in
+// flight. bash in this pod runs as the server's uid and can read that
+// file; what it learns is the token that lets a caller run commands in
+// this same sandbox, which bash already does. No other credential is here.
+func sandboxDeployment(gs *garrav1alpha1.GarraServer, o garrav1alpha1.OrchestratorSpec, image string) *appsv1ac.DeploymentApplyConfiguration {
 	lbl := labels(gs, ComponentSandbox, o.Name)
-	tok := sandboxTokenRef(gs, o.Name)
 
 	container := corev1ac.Container().
 		WithName(ComponentSandbox).
 		WithImage(image).
 		WithCommand(SandboxCommand()...).
 		WithPorts(corev1ac.ContainerPort().WithName(PortName).WithContainerPort(SandboxPort).WithProtocol(corev1.ProtocolTCP)).
-		WithEnv(
-			corev1ac.EnvVar().WithName(EnvHome).WithValue(TmpDir),
-			secretEnv(EnvSandboxToken, tok.Secret, tok.Key),
-		).
+		WithEnv(corev1ac.EnvVar().WithName(EnvHome).WithValue(TmpDir)).
 		WithVolumeMounts(
 			corev1ac.VolumeMount().WithName("workspace").WithMountPath(WorkspaceDir),
 			corev1ac.VolumeMount().WithName("tmp").WithMountPath(TmpDir),
+			corev1ac.VolumeMount().WithName("token").WithMountPath(SecretsDir).WithReadOnly(true),
 		).
 		WithReadinessProbe(readinessProbe("/readyz", "")).
 		WithLivenessProbe(livenessProbe("/healthz", "")).
@@ -56,9 +57,17 @@ func sandboxDeployment(gs *garrav1alpha1.GarraServer, o garrav1alpha1.Orchestrat
 			corev1ac.Volume().WithName("workspace").WithPersistentVolumeClaim(
 				corev1ac.PersistentVolumeClaimVolumeSource().WithClaimName(workspaceName(gs, o.Name))),
 			corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
-		)
+			corev1ac.Volume().WithName("token").WithProjected(corev1ac.ProjectedVolumeSource().
+				WithDefaultMode(SecretFileMode).
+				WithSources(corev1ac.VolumeProjection().WithSecret(corev1ac.SecretProjection().
+					WithName(tokensName(gs)).
+					WithItems(corev1ac.KeyToPath().WithKey(o.Name+SandboxKeySuffix).WithPath(KeySandboxToken))))),
+		).
+		WithTerminationGracePeriodSeconds(terminationGrace(gs))
 
-	return singlePodDeployment(gs, sandboxName(gs, o.Name), lbl, hash, pod)
+	// No inputs hash: nothing this pod reads only at start comes from a
+	// Secret, so a rotation or a policy change never restarts it.
+	return singlePodDeployment(gs, sandboxName(gs, o.Name), lbl, "", pod)
 }
 
 // sandboxImage resolves o's image: its own, then spec.sandboxImage, then

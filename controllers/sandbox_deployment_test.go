@@ -19,7 +19,7 @@ func TestSandboxDeployment(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.orch, func(t *testing.T) {
 			o := findOrch(t, gs, tc.orch)
-			d := typed[appsv1.Deployment](t, sandboxDeployment(gs, o, sandboxImage(gs, o, tc.defImage), "h2"))
+			d := typed[appsv1.Deployment](t, sandboxDeployment(gs, o, sandboxImage(gs, o, tc.defImage)))
 			name := "team-a-sandbox-" + tc.orch
 			if d.Name != name || d.Namespace != "agents" {
 				t.Errorf("name = %s/%s", d.Namespace, d.Name)
@@ -30,29 +30,36 @@ func TestSandboxDeployment(t *testing.T) {
 			}
 			eqMap(t, "selector", d.Spec.Selector.MatchLabels, sandboxLabels(tc.orch))
 			eqMap(t, "pod labels", d.Spec.Template.Labels, sandboxLabels(tc.orch))
-			eqMap(t, "pod annotations", d.Spec.Template.Annotations, map[string]string{AnnotationInputsHash: "h2"})
+			eqMap(t, "pod annotations", d.Spec.Template.Annotations, map[string]string{})
 
 			pod := d.Spec.Template.Spec
 			checkRestricted(t, pod)
 			if pod.ServiceAccountName != name {
 				t.Errorf("service account = %q", pod.ServiceAccountName)
 			}
+			if g := pod.TerminationGracePeriodSeconds; g == nil || *g != 40 {
+				t.Errorf("terminationGracePeriodSeconds = %v, want drainSeconds 30 + 10", g)
+			}
 			if pod.EnableServiceLinks == nil || *pod.EnableServiceLinks {
 				t.Error("service links enabled")
 			}
 			c := pod.Containers[0]
-			if c.Image != tc.wantImage || !slices.Equal(c.Command, []string{"garra", "sandbox", "--workspace", "/workspace", "--listen", ":8080"}) {
+			if c.Image != tc.wantImage || !slices.Equal(c.Command, []string{"garra", "sandbox", "--workspace", "/workspace", "--listen", ":8080", "--token-file", "/var/run/garra/sandbox-token"}) {
 				t.Errorf("image %q command %v", c.Image, c.Command)
 			}
 			if len(c.Ports) != 1 || c.Ports[0].ContainerPort != 8080 || c.Ports[0].Name != "mcp" {
 				t.Errorf("ports = %+v", c.Ports)
 			}
-			// Only its own sandbox token: no LLM key, no gateway key, no orchestrator token.
-			eqMap(t, "env", envFrom(c), map[string]string{
-				"HOME":                "=/tmp",
-				"GARRA_SANDBOX_TOKEN": "team-a-orch-" + tc.orch + "/sandbox-token",
-			})
-			eqMap(t, "mounts", mounts(c), map[string]string{"/workspace": "workspace", "/tmp": "tmp"})
+			// No secret in the environment; as its only file, its own
+			// sandbox token lines: no LLM key, no gateway key, no other
+			// orchestrator's token.
+			eqMap(t, "env", envFrom(c), map[string]string{"HOME": "=/tmp"})
+			eqMap(t, "mounts", mounts(c), map[string]string{"/workspace": "workspace", "/tmp": "tmp", "/var/run/garra": "token (ro)"})
+			files, mode := projectedFiles(pod, "token")
+			eqMap(t, "token files", files, map[string]string{"sandbox-token": "team-a-gateway-tokens/" + tc.orch + ".sandbox"})
+			if mode != 0o440 {
+				t.Errorf("token mode = %o", mode)
+			}
 			for _, v := range pod.Volumes {
 				switch v.Name {
 				case "workspace":
@@ -63,6 +70,7 @@ func TestSandboxDeployment(t *testing.T) {
 					if v.EmptyDir == nil {
 						t.Errorf("tmp volume = %+v", v)
 					}
+				case "token":
 				default:
 					t.Errorf("unexpected volume %s", v.Name)
 				}

@@ -106,33 +106,25 @@ func gatewayEnvRefs(gs *garrav1alpha1.GarraServer) []envRef {
 	return refs
 }
 
-// fileRef is a Secret key the gateway reads as a file under SecretsDir.
-type fileRef struct {
-	Path string // relative to SecretsDir
-	Ref  secretRef
-}
-
-// gatewayFileRefs are the gateway's own credentials, in volume order: the
-// owner key, then per orchestrator its bearer token and its sandbox token.
-func gatewayFileRefs(gs *garrav1alpha1.GarraServer) []fileRef {
-	refs := []fileRef{{apiKeyPath, gatewayAPIKeyRef(gs)}}
-	for _, o := range gs.Spec.Orchestrators {
-		refs = append(refs,
-			fileRef{orchTokenDir + "/" + o.Name, orchTokenRef(gs, o)},
-			fileRef{sandboxTokenDirRel + "/" + o.Name, sandboxTokenRef(gs, o.Name)})
+// gatewayPodRefs are the Secret keys the gateway pod template itself
+// refers to: the owner key (a file of its own volume) and the variables.
+// Their values are pod template inputs: the LLM, Brave and Telegram keys
+// are read from the environment once, at start, and the owner key's
+// reference is in the volume, so a change of either needs a new process.
+func gatewayPodRefs(gs *garrav1alpha1.GarraServer) []secretRef {
+	refs := []secretRef{gatewayAPIKeyRef(gs)}
+	for _, er := range gatewayEnvRefs(gs) {
+		refs = append(refs, er.Ref)
 	}
 	return refs
 }
 
-// gatewaySecretRefs is every Secret key the gateway pod reads, files and
-// variables: what its inputs hash covers and what must exist for it to run.
+// gatewaySecretRefs is every Secret key the gateway reads, directly or
+// through NAME-gateway-tokens: what must exist for it to serve everyone.
 func gatewaySecretRefs(gs *garrav1alpha1.GarraServer) []secretRef {
-	var refs []secretRef
-	for _, fr := range gatewayFileRefs(gs) {
-		refs = append(refs, fr.Ref)
-	}
-	for _, er := range gatewayEnvRefs(gs) {
-		refs = append(refs, er.Ref)
+	refs := gatewayPodRefs(gs)
+	for _, o := range gs.Spec.Orchestrators {
+		refs = append(refs, orchTokenRef(gs, o), sandboxTokenRef(gs, o.Name))
 	}
 	return refs
 }
@@ -154,12 +146,12 @@ func ReferencedSecretNames(gs *garrav1alpha1.GarraServer) []string {
 	return names
 }
 
-// inputsHash is the pod template annotation: SHA-256 over the config and
-// the value of every secret key the pod reads (a missing one hashes as
-// missing, so its appearance rolls the pod too).
-func inputsHash(configYAML string, refs []secretRef, values map[string][]byte) string {
+// inputsHash is the pod template annotation: SHA-256 over the value of
+// every secret key the pod template refers to (a missing one hashes as
+// missing, so its appearance rolls the pod too). The config and the tokens
+// are not inputs: they reach the running pod through mounted volumes.
+func inputsHash(refs []secretRef, values map[string][]byte) string {
 	h := sha256.New()
-	_, _ = fmt.Fprintf(h, "config %d\n%s\n", len(configYAML), configYAML) // a hash.Hash never fails
 	for _, r := range refs {
 		v, ok := values[r.String()]
 		if !ok {

@@ -79,11 +79,11 @@ func TestGatewaySecretRefs(t *testing.T) {
 		files, envs map[string]string
 	}{
 		{"generated key, LLM key, one BYO token", nil, map[string]string{
-			"api-key":                 "team-a-gateway/api-key",
-			"tokens/badgood":          "team-a-orch-badgood/token",
-			"sandbox-tokens/badgood":  "team-a-orch-badgood/sandbox-token",
-			"tokens/n8n-prod":         "n8n-token/token",
-			"sandbox-tokens/n8n-prod": "team-a-orch-n8n-prod/sandbox-token",
+			"api-key":          "team-a-gateway/api-key",
+			"badgood":          "team-a-orch-badgood/token",
+			"badgood.sandbox":  "team-a-orch-badgood/sandbox-token",
+			"n8n-prod":         "n8n-token/token",
+			"n8n-prod.sandbox": "team-a-orch-n8n-prod/sandbox-token",
 		}, map[string]string{
 			"GARRA_LLM_API_KEY": "llm-keys/openrouter",
 		}},
@@ -115,14 +115,24 @@ func TestGatewaySecretRefs(t *testing.T) {
 				tc.mutate(gs)
 			}
 			files, envs := map[string]string{}, map[string]string{}
-			var all []string
-			for _, fr := range gatewayFileRefs(gs) {
-				files[fr.Path] = fr.Ref.String()
-				all = append(all, fr.Ref.String())
-			}
+			owner := gatewayAPIKeyRef(gs).String()
+			files["api-key"] = owner
+			all := []string{owner}
 			for _, er := range gatewayEnvRefs(gs) {
 				envs[er.Env] = er.Ref.String()
 				all = append(all, er.Ref.String())
+			}
+			var pod []string
+			for _, r := range gatewayPodRefs(gs) {
+				pod = append(pod, r.String())
+			}
+			if !slices.Equal(pod, all) {
+				t.Errorf("gatewayPodRefs = %v, want the owner key then the variables %v", pod, all)
+			}
+			for _, o := range gs.Spec.Orchestrators {
+				files[o.Name] = orchTokenRef(gs, o).String()
+				files[o.Name+".sandbox"] = sandboxTokenRef(gs, o.Name).String()
+				all = append(all, files[o.Name], files[o.Name+".sandbox"])
 			}
 			eqMap(t, "file refs", files, tc.files)
 			eqMap(t, "env refs", envs, tc.envs)
@@ -131,7 +141,7 @@ func TestGatewaySecretRefs(t *testing.T) {
 				got = append(got, r.String())
 			}
 			if !slices.Equal(got, all) {
-				t.Errorf("gatewaySecretRefs = %v, want the files then the variables %v", got, all)
+				t.Errorf("gatewaySecretRefs = %v, want the pod's then each orchestrator's tokens %v", got, all)
 			}
 		})
 	}
@@ -147,19 +157,18 @@ func TestGatewaySecretRefs(t *testing.T) {
 
 func TestInputsHash(t *testing.T) {
 	refs := []secretRef{{"a", "k", ""}, {"b", "k", ""}}
-	base := inputsHash("cfg", refs, map[string][]byte{"a/k": []byte("1"), "b/k": []byte("2")})
+	base := inputsHash(refs, map[string][]byte{"a/k": []byte("1"), "b/k": []byte("2")})
 	for name, h := range map[string]string{
-		"config changed":  inputsHash("cfg2", refs, map[string][]byte{"a/k": []byte("1"), "b/k": []byte("2")}),
-		"secret changed":  inputsHash("cfg", refs, map[string][]byte{"a/k": []byte("1"), "b/k": []byte("3")}),
-		"secret missing":  inputsHash("cfg", refs, map[string][]byte{"a/k": []byte("1")}),
-		"boundary moved":  inputsHash("cfg", refs, map[string][]byte{"a/k": []byte("12"), "b/k": []byte("")}),
-		"another ref set": inputsHash("cfg", refs[:1], map[string][]byte{"a/k": []byte("1"), "b/k": []byte("2")}),
+		"secret changed":  inputsHash(refs, map[string][]byte{"a/k": []byte("1"), "b/k": []byte("3")}),
+		"secret missing":  inputsHash(refs, map[string][]byte{"a/k": []byte("1")}),
+		"boundary moved":  inputsHash(refs, map[string][]byte{"a/k": []byte("12"), "b/k": []byte("")}),
+		"another ref set": inputsHash(refs[:1], map[string][]byte{"a/k": []byte("1"), "b/k": []byte("2")}),
 	} {
 		if h == base {
 			t.Errorf("%s: hash unchanged", name)
 		}
 	}
-	unrelated := inputsHash("cfg", refs, map[string][]byte{"a/k": []byte("1"), "b/k": []byte("2"), "c/k": []byte("x")})
+	unrelated := inputsHash(refs, map[string][]byte{"a/k": []byte("1"), "b/k": []byte("2"), "c/k": []byte("x")})
 	if unrelated != base {
 		t.Error("a key no pod reads changed the hash")
 	}

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"crypto/rand"
+	"net/http"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -50,11 +51,22 @@ type Images struct {
 	Garra, Sandbox string
 }
 
+// Option changes how Setup wires the reconciler (tests only: the manager
+// passes none).
+type Option func(*GarraServerReconciler)
+
+// WithGatewayProbe replaces the HTTP question to the gateway's /readyz
+// and where it is sent.
+func WithGatewayProbe(p GatewayProbe, url func(*garrav1alpha1.GarraServer) string) Option {
+	return func(r *GarraServerReconciler) { r.Probe, r.ProbeURL = p, url }
+}
+
 // Setup builds the GarraServer reconciler on mgr, the one way the manager,
 // the envtest suite and the benchmark all wire it: the manager's client
-// and API reader, an event recorder under the field owner's name, and
-// crypto/rand for generated credentials.
-func Setup(mgr ctrl.Manager, images Images) error {
+// and API reader, an event recorder under the field owner's name,
+// crypto/rand for generated credentials, and an HTTP probe of each
+// gateway's /readyz (ProbeTimeout per question, no redirects followed).
+func Setup(mgr ctrl.Manager, images Images, opts ...Option) error {
 	r := &GarraServerReconciler{
 		Client:       mgr.GetClient(),
 		APIReader:    mgr.GetAPIReader(),
@@ -62,6 +74,13 @@ func Setup(mgr ctrl.Manager, images Images) error {
 		GarraImage:   images.Garra,
 		SandboxImage: images.Sandbox,
 		Rand:         rand.Reader,
+		Probe: HTTPGatewayProbe(&http.Client{
+			Timeout:       ProbeTimeout,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}),
+	}
+	for _, o := range opts {
+		o(r)
 	}
 	return r.SetupWithManager(mgr)
 }

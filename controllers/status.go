@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -25,6 +26,12 @@ type observed struct {
 	invalid   string
 	// failed is the reconcile step that failed on this pass, and why.
 	failed string
+	// configHash is the hash of the rendered config.yml, "" when none was
+	// rendered; applied is the ConfigApplied condition (nil: unchanged).
+	configHash string
+	applied    *metav1.Condition
+	// rotations are the orchestrators with a previous token still valid.
+	rotations map[string]time.Time
 }
 
 // available reports whether d has an available replica.
@@ -50,7 +57,12 @@ func computeStatus(gs *garrav1alpha1.GarraServer, w observed) garrav1alpha1.Garr
 			TokenSecret:     orchTokenRef(gs, o).Secret,
 			WorkspaceClaim:  workspaceName(gs, o.Name),
 			SandboxEndpoint: SandboxURL(gs, o.Name),
+			TokenRotation:   rotationStatus(w.rotations, o.Name),
 		})
+	}
+	st.ConfigHash = w.configHash
+	if st.ConfigHash == "" {
+		st.ConfigHash = gs.Status.ConfigHash
 	}
 	total := len(gs.Spec.Orchestrators)
 	st.OrchestratorsReady = fmt.Sprintf("%d/%d", total-len(notReady), total)
@@ -62,6 +74,12 @@ func computeStatus(gs *garrav1alpha1.GarraServer, w observed) garrav1alpha1.Garr
 		}
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 			Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gs.Generation,
+		})
+	}
+
+	if c := w.applied; c != nil {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: garrav1alpha1.ConditionConfigApplied, Status: c.Status, Reason: c.Reason, Message: c.Message, ObservedGeneration: gs.Generation,
 		})
 	}
 
@@ -116,7 +134,14 @@ func computeStatus(gs *garrav1alpha1.GarraServer, w observed) garrav1alpha1.Garr
 // turning to InvalidSpec or SecretMissing, and orchestrators that are new.
 func (r *GarraServerReconciler) writeStatus(ctx context.Context, s *reconcileState) error {
 	gs := s.gs
-	w := observed{sandboxes: map[string]*appsv1.Deployment{}, missing: s.missing, invalid: s.invalid, failed: s.failed}
+	w := observed{sandboxes: map[string]*appsv1.Deployment{}, missing: s.missing, invalid: s.invalid, failed: s.failed, rotations: s.rotations}
+	if s.configYAML != "" && s.invalid == "" {
+		w.configHash = ConfigHash(s.configYAML)
+		w.applied = r.probeConfig(ctx, gs, w.configHash)
+		if w.applied.Status != metav1.ConditionTrue && w.applied.Reason != garrav1alpha1.ReasonNotProbed {
+			s.requeueAt(ConfigPendingRequeue)
+		}
+	}
 	var err error
 	if w.gateway, err = r.deployment(ctx, gs.Namespace, gatewayName(gs)); err != nil {
 		return err
@@ -174,6 +199,31 @@ func (r *GarraServerReconciler) statusEvents(old, gs *garrav1alpha1.GarraServer)
 			r.event(gs, false, garrav1alpha1.EventOrchestratorAdded, "Create", "orchestrator %s added: sandbox %s, workspace %s", o.Name, o.SandboxEndpoint, o.WorkspaceClaim)
 		}
 	}
+}
+
+// probeConfig asks the gateway which config it runs and turns the answer
+// into the ConfigApplied condition.
+func (r *GarraServerReconciler) probeConfig(ctx context.Context, gs *garrav1alpha1.GarraServer, want string) *metav1.Condition {
+	if r.Probe == nil {
+		return &metav1.Condition{Status: metav1.ConditionUnknown, Reason: garrav1alpha1.ReasonNotProbed,
+			Message: "the operator does not ask the gateway which config it runs"}
+	}
+	url := GatewayReadyzURL(gs)
+	if r.ProbeURL != nil {
+		url = r.ProbeURL(gs)
+	}
+	got, rejected, err := r.Probe(ctx, url)
+	status, reason, msg := configApplied(want, got, rejected, err)
+	return &metav1.Condition{Status: status, Reason: reason, Message: msg}
+}
+
+// rotationStatus is o's overlap in progress, or nil.
+func rotationStatus(rotations map[string]time.Time, o string) *garrav1alpha1.TokenRotationStatus {
+	u, ok := rotations[o]
+	if !ok {
+		return nil
+	}
+	return &garrav1alpha1.TokenRotationStatus{PreviousValidUntil: metav1.NewTime(u.Truncate(time.Second))}
 }
 
 func (r *GarraServerReconciler) deployment(ctx context.Context, ns, name string) (*appsv1.Deployment, error) {

@@ -139,3 +139,38 @@ func TestInvalidSpec(t *testing.T) {
 		})
 	}
 }
+
+// TestComputeStatusConfigAndRotation: the applied config and the token
+// overlaps come from what the pass observed; a pass that rendered nothing
+// keeps the last hash and ConfigApplied as they were.
+func TestComputeStatusConfigAndRotation(t *testing.T) {
+	gs := testServer()
+	until := time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC)
+	st := computeStatus(gs, observed{
+		configHash: "sha256:aa",
+		applied:    &metav1.Condition{Status: metav1.ConditionFalse, Reason: "Pending", Message: "not yet"},
+		rotations:  map[string]time.Time{"n8n-prod": until},
+	})
+	if st.ConfigHash != "sha256:aa" {
+		t.Errorf("configHash = %q", st.ConfigHash)
+	}
+	c := meta.FindStatusCondition(st.Conditions, garrav1alpha1.ConditionConfigApplied)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "Pending" || c.ObservedGeneration != gs.Generation {
+		t.Errorf("ConfigApplied = %+v", c)
+	}
+	if r := st.Orchestrators[0].TokenRotation; r != nil {
+		t.Errorf("badgood rotation = %+v, want none", r)
+	}
+	if r := st.Orchestrators[1].TokenRotation; r == nil || !r.PreviousValidUntil.Equal(&metav1.Time{Time: until.Truncate(time.Second)}) {
+		t.Errorf("n8n-prod rotation = %+v, want until %s (seconds, as the annotation keeps it)", r, until)
+	}
+
+	gs.Status = st
+	again := computeStatus(gs, observed{invalid: "spec.image is empty"})
+	if again.ConfigHash != "sha256:aa" {
+		t.Errorf("configHash after a pass that rendered nothing = %q, want the last one", again.ConfigHash)
+	}
+	if c := meta.FindStatusCondition(again.Conditions, garrav1alpha1.ConditionConfigApplied); c == nil || c.Reason != "Pending" {
+		t.Errorf("ConfigApplied after a pass that rendered nothing = %+v, want it kept", c)
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -165,9 +166,56 @@ var _ = BeforeSuite(func() {
 	operatorCfg = user.Config()
 	operatorCfg.Wrap(writes.wrap)
 
+	gateways = newFakeGateways()
+	DeferCleanup(gateways.srv.Close)
 	mgrRun = startManager()
 	DeferCleanup(func() { mgrRun.stop() })
 })
+
+// gateways answers every GarraServer's /readyz on loopback, in place of
+// the gateway pods envtest does not run.
+var gateways *fakeGateways
+
+// fakeGateways reports, per namespace, the config hash a gateway runs and
+// the problem of its last refused reload. A namespace not set reports no
+// hash (a gateway that has loaded nothing yet).
+type fakeGateways struct {
+	srv  *httptest.Server
+	mu   sync.Mutex
+	byNS map[string][2]string
+}
+
+func newFakeGateways() *fakeGateways {
+	f := &fakeGateways{byNS: map[string][2]string{}}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ns, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+		if rest != "readyz" {
+			http.NotFound(w, r)
+			return
+		}
+		f.mu.Lock()
+		v := f.byNS[ns]
+		f.mu.Unlock()
+		if v[0] != "" {
+			w.Header().Set(HeaderConfigHash, v[0])
+		}
+		if v[1] != "" {
+			w.Header().Set(HeaderConfigRejected, v[1])
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	return f
+}
+
+func (f *fakeGateways) set(ns, hash, rejected string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.byNS[ns] = [2]string{hash, rejected}
+}
+
+func (f *fakeGateways) url(gs *garrav1alpha1.GarraServer) string {
+	return f.srv.URL + "/" + gs.Namespace + "/readyz"
+}
 
 var ctx = context.Background()
 
@@ -190,7 +238,8 @@ func startManager() *managerRun {
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	Expect(err).NotTo(HaveOccurred())
-	Expect(Setup(mgr, Images{Garra: testImages[0], Sandbox: testImages[1]})).To(Succeed())
+	Expect(Setup(mgr, Images{Garra: testImages[0], Sandbox: testImages[1]},
+		WithGatewayProbe(HTTPGatewayProbe(gateways.srv.Client()), gateways.url))).To(Succeed())
 	mctx, cancel := context.WithCancel(context.Background())
 	run := &managerRun{cancel: cancel, done: make(chan error, 1)}
 	go func() {

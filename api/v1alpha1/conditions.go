@@ -11,6 +11,9 @@ const (
 	// ConditionOrchestratorsReady is true when every orchestrator's sandbox
 	// Deployment has an available replica (vacuously true with none).
 	ConditionOrchestratorsReady = "OrchestratorsReady"
+	// ConditionConfigApplied is true when the gateway reports (on /readyz)
+	// that it runs the config.yml of status.configHash.
+	ConditionConfigApplied = "ConfigApplied"
 )
 
 // Condition reasons.
@@ -34,6 +37,16 @@ const (
 	ReasonSecretMissing = "SecretMissing"
 	// ReasonNoOrchestrators: the spec lists no orchestrator.
 	ReasonNoOrchestrators = "NoOrchestrators"
+	// ReasonApplied: the gateway runs the rendered config.
+	ReasonApplied = "Applied"
+	// ReasonPending: the gateway runs another config (the kubelet has not
+	// delivered the new one yet) or could not be asked.
+	ReasonPending = "Pending"
+	// ReasonRejected: the gateway refused the rendered config and keeps
+	// serving the last good one; the message is its first problem.
+	ReasonRejected = "Rejected"
+	// ReasonNotProbed: the operator does not ask the gateway.
+	ReasonNotProbed = "NotProbed"
 )
 
 // Event reasons, on the GarraServer.
@@ -54,4 +67,12 @@ const (
 	EventApplyFailed = "ApplyFailed"
 	// EventSecretMissing: a referenced Secret or key does not exist.
 	EventSecretMissing = "SecretMissing"
+	// EventTokenRotated: an orchestrator's tokens were replaced; the old
+	// ones stay valid for the grace period.
+	EventTokenRotated = "TokenRotated"
 )
+
+// AnnotationRotateToken on a GarraServer asks for new tokens: its value
+// is a comma-separated list of orchestrator names. The operator removes
+// it once the new tokens are generated.
+const AnnotationRotateToken = "garra.garraia.io/rotate-token" //nolint:gosec // G101: an annotation name

@@ -19,6 +19,7 @@ import (
 // +kubebuilder:resource:shortName=garra;gs,categories=garra
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Orchestrators",type=string,JSONPath=`.status.orchestratorsReady`,description="ready/total sandboxes"
+// +kubebuilder:printcolumn:name="Config",type=string,JSONPath=`.status.conditions[?(@.type=="ConfigApplied")].reason`,description="whether the gateway runs the rendered config"
 // +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=`.status.endpoint`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 55 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label (lower-case letters, digits, '-', starting with a letter) of at most 55 characters: it prefixes the Service NAME-gateway"
@@ -238,6 +239,27 @@ type GatewaySpec struct {
 	// Resources of the gateway container.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// DrainSeconds is how long the gateway and the sandboxes let in-flight
+	// calls and agent runs finish after SIGTERM. The pods'
+	// terminationGracePeriodSeconds is this plus 10, so the kubelet does
+	// not kill a process that is still draining.
+	// +kubebuilder:default=30
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=600
+	// +optional
+	DrainSeconds int32 `json:"drainSeconds,omitempty"`
+
+	// TokenRotationGracePeriod is how long a replaced orchestrator or
+	// sandbox token stays valid next to its successor (a rotation, or a
+	// bring-your-own token Secret whose value changed), so callers can
+	// switch without an outage. (The default is written as Go prints a
+	// duration, so a client that reads and writes back the spec does not
+	// change it.)
+	// +kubebuilder:default="5m0s"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('24h')",message="tokenRotationGracePeriod must be between 1s and 24h"
+	// +optional
+	TokenRotationGracePeriod *metav1.Duration `json:"tokenRotationGracePeriod,omitempty"`
 }
 
 // WebSearchSpec configures the gateway's web_search tool.
@@ -418,7 +440,8 @@ type GarraServerStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions are Ready, GatewayReady and OrchestratorsReady.
+	// Conditions are Ready, GatewayReady, OrchestratorsReady and
+	// ConfigApplied.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -427,6 +450,12 @@ type GarraServerStatus struct {
 	// Endpoint is the in-cluster URL of the gateway's MCP bridge.
 	// +optional
 	Endpoint string `json:"endpoint,omitempty"`
+
+	// ConfigHash is "sha256:" and the hex SHA-256 of the config.yml the
+	// operator rendered into the gateway's ConfigMap; ConfigApplied turns
+	// True when the gateway reports having loaded exactly this.
+	// +optional
+	ConfigHash string `json:"configHash,omitempty"`
 
 	// OrchestratorsReady is "ready/total" sandboxes, for kubectl get.
 	// +optional
@@ -455,4 +484,14 @@ type OrchestratorStatus struct {
 	// SandboxEndpoint is the in-cluster URL of its sandbox.
 	// +optional
 	SandboxEndpoint string `json:"sandboxEndpoint,omitempty"`
+	// TokenRotation is set while a replaced token of this orchestrator
+	// (its bearer or its sandbox token) is still accepted.
+	// +optional
+	TokenRotation *TokenRotationStatus `json:"tokenRotation,omitempty"`
+}
+
+// TokenRotationStatus is an overlap in progress.
+type TokenRotationStatus struct {
+	// PreviousValidUntil is when the replaced token stops being accepted.
+	PreviousValidUntil metav1.Time `json:"previousValidUntil"`
 }

@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -247,19 +248,24 @@ var _ = Describe("A GarraServer with two orchestrators", Ordered, func() {
 
 	It("gives alpha's sandbox pod no LLM key and no service-account token", timed("scenario: sandbox pod holds no key, no token", func(ctx SpecContext) {
 		pod := alphaPod(ctx)
-		// Through the API: no automounted token, no Secret volume, and the
-		// only Secret-backed variable is the sandbox token.
+		// Through the API: no automounted token, no Secret-backed
+		// variable, and one secret file: its own sandbox token lines.
 		Expect(pod.Spec.AutomountServiceAccountToken).To(HaveValue(BeFalse()))
 		for _, v := range pod.Spec.Volumes {
 			Expect(v.Secret).To(BeNil(), "volume %s", v.Name)
-			Expect(v.Projected).To(BeNil(), "volume %s", v.Name)
+			if v.Projected == nil {
+				continue
+			}
+			Expect(v.Projected.Sources).To(HaveLen(1), "volume %s", v.Name)
+			src := v.Projected.Sources[0].Secret
+			Expect(src).NotTo(BeNil(), "volume %s", v.Name)
+			Expect(src.Name).To(Equal(gs.Name + "-gateway-tokens"))
+			Expect(src.Items).To(HaveLen(1))
+			Expect(src.Items[0].Key).To(Equal("alpha" + controllers.SandboxKeySuffix))
 		}
 		for _, c := range pod.Spec.Containers {
 			for _, e := range c.Env {
-				if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
-					Expect(e.Name).To(Equal(controllers.EnvSandboxToken))
-					Expect(e.ValueFrom.SecretKeyRef.Name).To(Equal(gs.Name + "-orch-alpha"))
-				}
+				Expect(e.ValueFrom).To(BeNil(), "variable %s", e.Name)
 			}
 		}
 		// From inside: the environment of the server and of a shell, and
@@ -271,7 +277,7 @@ var _ = Describe("A GarraServer with two orchestrators", Ordered, func() {
 		Expect(out).NotTo(ContainSubstring(llmKey))
 		Expect(out).NotTo(ContainSubstring(controllers.EnvLLMAPIKey))
 		Expect(out).NotTo(ContainSubstring("serviceaccount"))
-		Expect(out).To(ContainSubstring(controllers.EnvSandboxToken+"="), "the sandbox token is the pod's one secret")
+		Expect(sh(ctx, pod, `ls `+controllers.SecretsDir)).To(Equal(controllers.KeySandboxToken+"\n"), "the sandbox token is the pod's one secret")
 		// No file a mount or the image could hold carries the key.
 		found := sh(ctx, pod, fmt.Sprintf(`grep -rlF -e %q /workspace /tmp /etc /var/run /run /home /proc/1/environ 2>/dev/null; echo done`, llmKey))
 		Expect(found).To(Equal("done\n"), "files holding the LLM key")
@@ -303,12 +309,13 @@ var _ = Describe("A GarraServer with two orchestrators", Ordered, func() {
 		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 	}), NodeTimeout(5*time.Minute))
 
-	It("rolls the gateway on a budget change and enforces the new budget", timed("scenario: budget change rolls the gateway, enforced", func(ctx SpecContext) {
+	It("applies a budget change live, in the same gateway pod, and enforces the new budget", timed("scenario: budget change applied live, enforced", func(ctx SpecContext) {
 		key := client.ObjectKey{Namespace: ns(), Name: gs.Name + "-gateway"}
 		var d appsv1.Deployment
 		Expect(k.c.Get(ctx, key, &d)).To(Succeed())
-		oldHash := d.Spec.Template.Annotations[controllers.AnnotationInputsHash]
-		Expect(oldHash).NotTo(BeEmpty())
+		genBefore := d.Generation
+		gwPod, err := k.runningPod(ctx, ns(), podLabels(gs, controllers.ComponentGateway, ""))
+		Expect(err).NotTo(HaveOccurred())
 		sandboxBefore := alphaPod(ctx).UID
 
 		cur := &garrav1alpha1.GarraServer{}
@@ -317,18 +324,25 @@ var _ = Describe("A GarraServer with two orchestrators", Ordered, func() {
 		cur.Spec.Gateway.AgentBudgetPerMinute = 1
 		Expect(k.c.Patch(ctx, cur, patch)).To(Succeed())
 
+		// The kubelet delivers the ConfigMap within about a minute; the
+		// gateway reloads it and says so on /readyz, which ConfigApplied
+		// reports.
 		Eventually(func(g Gomega) {
-			var d appsv1.Deployment
-			g.Expect(k.c.Get(ctx, key, &d)).To(Succeed())
-			g.Expect(d.Spec.Template.Annotations[controllers.AnnotationInputsHash]).NotTo(Equal(oldHash))
-			g.Expect(d.Status.ObservedGeneration).To(Equal(d.Generation))
-			g.Expect(d.Status.UpdatedReplicas).To(Equal(int32(1)))
-			g.Expect(d.Status.AvailableReplicas).To(Equal(int32(1)))
-		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
-		waitReady(ctx, gs, 2*time.Minute)
-		var cm corev1.ConfigMap
-		Expect(k.c.Get(ctx, key, &cm)).To(Succeed())
-		Expect(cm.Data[controllers.ConfigKey]).To(ContainSubstring("agent_budget_per_minute: 1\n"))
+			var cm corev1.ConfigMap
+			g.Expect(k.c.Get(ctx, key, &cm)).To(Succeed())
+			g.Expect(cm.Data[controllers.ConfigKey]).To(ContainSubstring("agent_budget_per_minute: 1\n"))
+			cur := &garrav1alpha1.GarraServer{}
+			g.Expect(k.c.Get(ctx, client.ObjectKeyFromObject(gs), cur)).To(Succeed())
+			g.Expect(cur.Status.ConfigHash).To(Equal(controllers.ConfigHash(cm.Data[controllers.ConfigKey])))
+			c := meta.FindStatusCondition(cur.Status.Conditions, garrav1alpha1.ConditionConfigApplied)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(garrav1alpha1.ReasonApplied), c.Message)
+		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		Expect(k.c.Get(ctx, key, &d)).To(Succeed())
+		Expect(d.Generation).To(Equal(genBefore), "a budget is policy: the gateway Deployment is not rolled")
+		now, err := k.runningPod(ctx, ns(), podLabels(gs, controllers.ComponentGateway, ""))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(now.UID).To(Equal(gwPod.UID), "the same gateway pod runs the new budget")
 		Expect(alphaPod(ctx).UID).To(Equal(sandboxBefore), "the gateway's budget is no input of a sandbox: its pod keeps running")
 
 		// One call fits the new budget; the next in the same minute does not,
