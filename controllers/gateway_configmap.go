@@ -33,6 +33,7 @@ func RenderConfig(gs *garrav1alpha1.GarraServer) *config.Config {
 			APIKeyFile:   APIKeyFile(),
 			AllowedHosts: GatewayHosts(gs),
 			RateLimit:    config.RateLimit{RequestsPerMinute: int(g.RateLimitPerMinute)},
+			DrainSeconds: drainSeconds(gs),
 			MCPHTTP: config.MCPHTTP{
 				Enabled:              true,
 				AllowSend:            g.AllowSend,

@@ -59,6 +59,9 @@ func TestRenderConfig(t *testing.T) {
 				if c.Gateway.RateLimit.RequestsPerMinute != 120 {
 					t.Errorf("rate_limit = %+v", c.Gateway.RateLimit)
 				}
+				if c.Gateway.DrainSeconds != 30 {
+					t.Errorf("drain_seconds = %d, want the CRD default 30", c.Gateway.DrainSeconds)
+				}
 				if len(m.Orchestrators) != 2 {
 					t.Fatalf("orchestrators = %+v", m.Orchestrators)
 				}

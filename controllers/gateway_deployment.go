@@ -86,13 +86,20 @@ const DrainMarginSeconds = 10
 // not default.
 const defaultDrainSeconds = 30
 
-// terminationGrace is the pods' terminationGracePeriodSeconds.
-func terminationGrace(gs *garrav1alpha1.GarraServer) int64 {
-	d := int64(gs.Spec.Gateway.DrainSeconds)
-	if d <= 0 {
-		d = defaultDrainSeconds
+// drainSeconds is how long the gateway and every sandbox let the calls in
+// flight finish on SIGTERM (rendered as gateway.drain_seconds and
+// `garra sandbox --drain-seconds`).
+func drainSeconds(gs *garrav1alpha1.GarraServer) int {
+	if d := int(gs.Spec.Gateway.DrainSeconds); d > 0 {
+		return d
 	}
-	return d + DrainMarginSeconds
+	return defaultDrainSeconds
+}
+
+// terminationGrace is the pods' terminationGracePeriodSeconds: the drain
+// plus the margin, so the kubelet's SIGKILL never cuts a drain short.
+func terminationGrace(gs *garrav1alpha1.GarraServer) int64 {
+	return int64(drainSeconds(gs) + DrainMarginSeconds)
 }
 
 // singlePodDeployment is the Deployment shape of every pod Garra runs: one

@@ -11,8 +11,9 @@ import (
 )
 
 // SandboxCommand is what a sandbox container runs.
-func SandboxCommand() []string {
-	return []string{"garra", "sandbox", "--workspace", WorkspaceDir, "--listen", ":" + strconv.Itoa(SandboxPort), "--token-file", SandboxTokenPath}
+func SandboxCommand(gs *garrav1alpha1.GarraServer) []string {
+	return []string{"garra", "sandbox", "--workspace", WorkspaceDir, "--listen", ":" + strconv.Itoa(SandboxPort),
+		"--token-file", SandboxTokenPath, "--drain-seconds", strconv.Itoa(drainSeconds(gs))}
 }
 
 // sandboxDeployment is NAME-sandbox-O: one replica of `garra sandbox` under
@@ -32,7 +33,7 @@ func sandboxDeployment(gs *garrav1alpha1.GarraServer, o garrav1alpha1.Orchestrat
 	container := corev1ac.Container().
 		WithName(ComponentSandbox).
 		WithImage(image).
-		WithCommand(SandboxCommand()...).
+		WithCommand(SandboxCommand(gs)...).
 		WithPorts(corev1ac.ContainerPort().WithName(PortName).WithContainerPort(SandboxPort).WithProtocol(corev1.ProtocolTCP)).
 		WithEnv(corev1ac.EnvVar().WithName(EnvHome).WithValue(TmpDir)).
 		WithVolumeMounts(

@@ -44,7 +44,7 @@ func TestSandboxDeployment(t *testing.T) {
 				t.Error("service links enabled")
 			}
 			c := pod.Containers[0]
-			if c.Image != tc.wantImage || !slices.Equal(c.Command, []string{"garra", "sandbox", "--workspace", "/workspace", "--listen", ":8080", "--token-file", "/var/run/garra/sandbox-token"}) {
+			if c.Image != tc.wantImage || !slices.Equal(c.Command, []string{"garra", "sandbox", "--workspace", "/workspace", "--listen", ":8080", "--token-file", "/var/run/garra/sandbox-token", "--drain-seconds", "30"}) {
 				t.Errorf("image %q command %v", c.Image, c.Command)
 			}
 			if len(c.Ports) != 1 || c.Ports[0].ContainerPort != 8080 || c.Ports[0].Name != "mcp" {
