@@ -25,6 +25,12 @@ type Problem struct {
 	// configuration works as written. `garra config check` prints it but
 	// exits 0 when nothing else is wrong.
 	Warning bool
+	// FailsClosed marks a fault the gateway runs around by disabling only
+	// what the message names (one orchestrator, its agent tools, the
+	// default provider's calls): `garra config check` still fails on it,
+	// but a live reload applies the rest of the configuration rather than
+	// holding every other tenant's change back for one missing token.
+	FailsClosed bool
 }
 
 func (p Problem) String() string { return p.Field + ": " + p.Message }
@@ -46,6 +52,9 @@ func (c *Config) CheckWith(getenv func(string) string, readFile func(string) (st
 	var ps []Problem
 	add := func(field, format string, a ...any) {
 		ps = append(ps, Problem{Field: field, Message: fmt.Sprintf(format, a...)})
+	}
+	failsClosed := func(field, format string, a ...any) {
+		ps = append(ps, Problem{Field: field, Message: fmt.Sprintf(format, a...), FailsClosed: true})
 	}
 
 	if _, err := c.ResolveProvider(c.LLM.Provider); err != nil {
@@ -124,12 +133,12 @@ func (c *Config) CheckWith(getenv func(string) string, readFile func(string) (st
 			add(field+".key_file", "key_env is set too: set only one")
 		case o.KeyFile != "":
 			if _, err := readFile(o.KeyFile); err != nil {
-				add(field+".key_file", "%v: this orchestrator is disabled", err)
+				failsClosed(field+".key_file", "%v: this orchestrator is disabled", err)
 			}
 		case o.KeyEnv == "":
 			add(field+".key_env", "required (or key_file): the environment variable holding this orchestrator's token")
 		case getenv(o.KeyEnv) == "":
-			add(field+".key_env", "%s is not set: this orchestrator is disabled", o.KeyEnv)
+			failsClosed(field+".key_env", "%s is not set: this orchestrator is disabled", o.KeyEnv)
 		}
 		for _, t := range o.Tools {
 			if !slices.Contains(OrchestratorTools, t) {
@@ -137,7 +146,7 @@ func (c *Config) CheckWith(getenv func(string) string, readFile func(string) (st
 			}
 		}
 		if slices.Contains(o.Tools, "agent") && !m.AllowAgent {
-			add(field+".tools", "lists agent but gateway.mcp_http.allow_agent is false: every call gets agent_disabled")
+			failsClosed(field+".tools", "lists agent but gateway.mcp_http.allow_agent is false: every call gets agent_disabled")
 		}
 		if o.Sandbox != nil {
 			if u, err := url.Parse(o.Sandbox.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -148,12 +157,12 @@ func (c *Config) CheckWith(getenv func(string) string, readFile func(string) (st
 				add(field+".sandbox.token_file", "token_env is set too: set only one")
 			case o.Sandbox.TokenFile != "":
 				if _, err := readFile(o.Sandbox.TokenFile); err != nil {
-					add(field+".sandbox.token_file", "%v: agent tools for this orchestrator are refused", err)
+					failsClosed(field+".sandbox.token_file", "%v: agent tools for this orchestrator are refused", err)
 				}
 			case o.Sandbox.TokenEnv == "":
 				add(field+".sandbox.token_env", "required with sandbox.url (or token_file)")
 			case getenv(o.Sandbox.TokenEnv) == "":
-				add(field+".sandbox.token_env", "%s is not set: agent tools for this orchestrator are refused", o.Sandbox.TokenEnv)
+				failsClosed(field+".sandbox.token_env", "%s is not set: agent tools for this orchestrator are refused", o.Sandbox.TokenEnv)
 			}
 		}
 	}

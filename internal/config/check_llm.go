@@ -17,7 +17,7 @@ func (c *Config) checkProviderKey(getenv func(string) string) []Problem {
 	if ref.Name != ref.Kind {
 		field = "llm.aliases." + ref.Name + ".api_key_env"
 	}
-	return []Problem{{Field: field, Message: fmt.Sprintf(
+	return []Problem{{Field: field, FailsClosed: true, Message: fmt.Sprintf(
 		"%s is not set: every call to the default provider %s fails; export it, or name the variable that holds the key in %s", ref.APIKeyEnv, ref.Name, field)}}
 }
 

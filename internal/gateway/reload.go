@@ -138,9 +138,13 @@ func (g *Gateway) reloadLocked() (string, []string) {
 	if fp == g.reload.rejectedFP {
 		return ReloadUnchanged, g.reload.problems
 	}
-	var problems []string
+	var problems, degraded []string
 	for _, p := range cfg.Check(g.getenv) {
-		if !p.Warning {
+		switch {
+		case p.Warning:
+		case p.FailsClosed:
+			degraded = append(degraded, cur.red.String(p.String()))
+		default:
 			problems = append(problems, cur.red.String(p.String()))
 		}
 	}
@@ -164,6 +168,11 @@ func (g *Gateway) reloadLocked() (string, []string) {
 	g.cur.Store(p)
 	g.metrics.loaded(hash)
 	g.log.Info("config reloaded", "hash", hash, "orchestrators", len(m.Orchestrators))
+	// Applied around them, failing closed: one orchestrator's missing token
+	// disables that orchestrator, not everybody's onboarding.
+	for _, d := range degraded {
+		g.log.Warn("config reloaded with a part disabled", "problem", d)
+	}
 	return ReloadApplied, nil
 }
 

@@ -539,3 +539,31 @@ func TestReloadKeepsProcessSettings(t *testing.T) {
 		t.Fatalf("the prompt's endpoint is not the listen address in force (%v):\n%s", err, text)
 	}
 }
+
+// TestReloadAppliesAroundAMissingToken: one tenant's token that is not
+// there yet (a bring-your-own Secret still to be created) disables that
+// orchestrator alone; the rest of the change, another tenant's onboarding,
+// applies.
+func TestReloadAppliesAroundAMissingToken(t *testing.T) {
+	l := newLive(t, nil)
+	l.writeToken("alpha", "alpha-token-1234567\n")
+	l.writeConfig("gateway:\n  api_key: " + ownerKey + "\n  mcp_http:\n    enabled: true\n" + l.orchestratorsYAML("[status]", "alpha") + "llm: {provider: ollama, model: llama3.2}\n")
+	l.serve()
+
+	l.writeToken("beta", "beta-token-12345678\n") // gamma's file never appears
+	l.writeConfig("gateway:\n  api_key: " + ownerKey + "\n  mcp_http:\n    enabled: true\n" + l.orchestratorsYAML("[status]", "alpha", "beta", "gamma") + "llm: {provider: ollama, model: llama3.2}\n")
+	if got := l.gw.Reload(); got != gateway.ReloadApplied {
+		t.Fatalf("Reload with one token missing = %s, want applied", got)
+	}
+	for token, want := range map[string]int{"alpha-token-1234567": 200, "beta-token-12345678": 200, "": 401} {
+		if code, _ := post(t, l.url, token, toolsList, nil); code != want {
+			t.Errorf("token %q: %d, want %d", token, code, want)
+		}
+	}
+	if !strings.Contains(l.logs.String(), "gamma") {
+		t.Errorf("the disabled orchestrator is not named in the log:\n%s", l.logs.String())
+	}
+	if resp, _ := readyz(t, l.url, false); resp.Header.Get(gateway.HeaderConfigRejected) != "" {
+		t.Errorf("readyz reports a rejection: %v", resp.Header)
+	}
+}
