@@ -122,7 +122,7 @@ func TestChatAPIRateLimited(t *testing.T) {
 	for range 2 {
 		api(t, "GET", h.url+"/api/sessions", ownerKey, "", nil)
 	}
-	if code, body := api(t, "GET", h.url+"/api/sessions", ownerKey, "", nil); code != 429 || body["error"] != "rate_limited" {
+	if code, body := api(t, "GET", h.url+"/api/sessions", ownerKey, "", nil); code != 429 || body["error"] != "too_many_requests" {
 		t.Fatalf("%d %v", code, body)
 	}
 }

@@ -96,7 +96,7 @@ func TestErrorTableHTTPRowsMatchTheGateway(t *testing.T) {
 	// The audit kinds of the table are the metric labels the gateway uses.
 	m := metricsText(t, h.url) + metricsText(t, drained.url)
 	for _, row := range errkinds.HTTP {
-		if row.Audit != "" && row.Audit != "rate_limited" && !strings.Contains(m, `garra_mcp_refusals_total{kind="`+row.Audit+`"}`) {
+		if row.Audit != "" && row.Audit != "too_many_requests" && !strings.Contains(m, `garra_mcp_refusals_total{kind="`+row.Audit+`"}`) {
 			t.Errorf("metrics have no refusal %q:\n%s", row.Audit, grep(m, "refusals"))
 		}
 	}

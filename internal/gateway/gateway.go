@@ -324,7 +324,7 @@ func (g *policy) mcpHandler() http.Handler {
 // audit file's history away.
 func (g *Gateway) refusedHTTP(kind string) {
 	g.metrics.refused(kind)
-	if kind != KindRateLimited {
+	if kind != KindTooManyRequests {
 		g.audit.Record(audit.Record{Surface: audit.SurfaceHTTP, Outcome: audit.OutcomeRefused, Kind: kind})
 	}
 }

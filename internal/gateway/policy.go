@@ -36,16 +36,20 @@ const (
 	KindTargetNotAllowed   = "target_not_allowed"
 	KindChannelUnsupported = "channel_unsupported"
 	KindRateLimited        = "rate_limited"
-	KindDraining           = "draining"
-	KindChannelOffline     = "channel_offline"
-	KindDeliveryFailed     = "delivery_failed"
-	KindAskDisabled        = "ask_disabled"
-	KindAgentDisabled      = "agent_disabled"
-	KindModelNotAllowed    = "model_not_allowed"
-	KindOverBudget         = "over_budget"
-	KindNotFound           = "not_found"
-	KindInvalidParams      = "invalid_params"
-	KindUnavailable        = "unavailable"
+	// KindTooManyRequests is the HTTP layer's 429: the per-IP request
+	// limit (or a batch that needs more of it than is left). It is not
+	// rate_limited, which is the shared send budget of garra_send_message.
+	KindTooManyRequests = "too_many_requests"
+	KindDraining        = "draining"
+	KindChannelOffline  = "channel_offline"
+	KindDeliveryFailed  = "delivery_failed"
+	KindAskDisabled     = "ask_disabled"
+	KindAgentDisabled   = "agent_disabled"
+	KindModelNotAllowed = "model_not_allowed"
+	KindOverBudget      = "over_budget"
+	KindNotFound        = "not_found"
+	KindInvalidParams   = "invalid_params"
+	KindUnavailable     = "unavailable"
 )
 
 // Caller is who sent a request: the owner (the gateway key) or one

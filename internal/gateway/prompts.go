@@ -102,7 +102,7 @@ func diagnoseResult(caller string, vis []string) *mcp.GetPromptResult {
 	if has(ToolAsk) || has(ToolAgent) {
 		next("garra://policy lists `allowed_models`: a call naming another model gets model_not_allowed before anything leaves the machine. Empty ask_allowed_models means the project default model only.")
 	}
-	next("Summarize: what works, each problem with the config key that fixes it, and what this caller cannot check. Refusal kinds you may have seen and their fixes: send_disabled (gateway.mcp_http.allow_send), no_allowlist (channels.telegram.proactive_chat_ids), ask_disabled (allow_ask), agent_disabled (allow_agent), tool_not_allowed (the orchestrator's tools list), target_not_allowed and not_found (the orchestrator's chats scope, or the id is wrong), channel_offline (the channel is not running), over_budget / rate_limited (wait a minute), unavailable (the conversation store; see the gateway log).")
+	next("Summarize: what works, each problem with the config key that fixes it, and what this caller cannot check. Refusal kinds you may have seen and their fixes: send_disabled (gateway.mcp_http.allow_send), no_allowlist (channels.telegram.proactive_chat_ids), ask_disabled (allow_ask), agent_disabled (allow_agent), tool_not_allowed (the orchestrator's tools list), target_not_allowed and not_found (the orchestrator's chats scope, or the id is wrong), channel_offline (the channel is not running), over_budget / rate_limited for sends / too_many_requests for the per-IP limit (wait a minute), unavailable (the conversation store; see the gateway log).")
 	return &mcp.GetPromptResult{
 		Description: "Gateway diagnosis checklist for " + caller,
 		Messages:    []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: b.String()}}},

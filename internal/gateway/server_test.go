@@ -200,7 +200,7 @@ func TestRateLimitPerIP(t *testing.T) {
 			t.Fatalf("request %d: %d", i, code)
 		}
 	}
-	if code, body := post(t, h.url, ownerKey, toolsList, nil); code != 429 || !strings.Contains(body, "rate_limited") {
+	if code, body := post(t, h.url, ownerKey, toolsList, nil); code != 429 || !strings.Contains(body, "too_many_requests") {
 		t.Fatalf("4th request: %d %s", code, body)
 	}
 }

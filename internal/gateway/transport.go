@@ -180,9 +180,9 @@ func clientIP(r *http.Request) string {
 func (l *RateLimiter) middleware(onRefuse func(kind string), next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !l.Allow(clientIP(r)) {
-			onRefuse("rate_limited")
+			onRefuse(KindTooManyRequests)
 			w.Header().Set("Retry-After", "60")
-			writeJSONError(w, http.StatusTooManyRequests, "rate_limited", "too many requests")
+			writeJSONError(w, http.StatusTooManyRequests, KindTooManyRequests, "too many requests")
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -215,9 +215,9 @@ func (l *RateLimiter) batchCharge(onRefuse func(kind string), next http.Handler)
 		}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
 		if err == nil && len(head) <= MaxBodyBytes {
 			if n := batchLen(head); n > 1 && !l.AllowN(clientIP(r), n-1) {
-				onRefuse(KindRateLimited)
+				onRefuse(KindTooManyRequests)
 				w.Header().Set("Retry-After", "60")
-				writeJSONError(w, http.StatusTooManyRequests, KindRateLimited, BatchRateLimitedMessage)
+				writeJSONError(w, http.StatusTooManyRequests, KindTooManyRequests, BatchRateLimitedMessage)
 				return
 			}
 		}
