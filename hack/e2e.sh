@@ -137,6 +137,13 @@ if [ "$local_cluster" = 1 ]; then
 		trap - EXIT
 		exit 1
 	fi
+	# NetworkPolicy is enforced by kube-router's policy controller when it
+	# is built; without it the node runs with NETPOL=0 (policies accepted,
+	# not enforced), and says so.
+	if [ "${NETPOL:-1}" != 0 ] && [ ! -x "$KBIN/kube-router" ]; then
+		log "kube-router is not built ($KBIN/kube-router): NetworkPolicy is not enforced on this run (NETPOL=0)"
+		export NETPOL=0
+	fi
 	# A fresh etcd every run: nothing an earlier run left behind.
 	rm -rf "$KC/var"
 	mkdir -p "$KC"
