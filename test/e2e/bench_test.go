@@ -23,6 +23,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -47,8 +48,7 @@ var (
 )
 
 // benchSetup prepares the cluster once per process, as the suite's
-// BeforeSuite does, and cleans it up when the benchmark binary's last
-// benchmark ends (b.Cleanup of the top-level benchmark).
+// BeforeSuite does; TestMain cleans it up after the last benchmark.
 func benchSetup(b *testing.B) *cluster {
 	b.Helper()
 	benchOnce.Do(func() {
@@ -74,15 +74,24 @@ func benchSetup(b *testing.B) *cluster {
 	return benchCluster
 }
 
+// TestMain cleans up what benchSetup prepared once every benchmark of the
+// process has run (a top-level benchmark's Cleanup would run before the
+// next benchmark).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchCluster != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		if err := benchCluster.cleanUp(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "clean up after the benchmarks:", err)
+			code = 1
+		}
+		cancel()
+	}
+	os.Exit(code)
+}
+
 func BenchmarkGarraServerReady(b *testing.B) {
 	k := benchSetup(b)
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		if err := k.cleanUp(ctx); err != nil {
-			b.Errorf("clean up: %v", err)
-		}
-	})
 	for _, n := range []int{1, 10} {
 		b.Run(fmt.Sprintf("orchestrators=%d", n), func(b *testing.B) {
 			var total time.Duration
@@ -258,6 +267,125 @@ func (k *cluster) waitNoPods(ctx context.Context, ns string, lbl map[string]stri
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%d pods with %v still in %s: %w", len(pods.Items), lbl, ns, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// BenchmarkOnboardLive times, on a running GarraServer, a patch that adds
+// one orchestrator until that orchestrator's first successful call, while
+// a client calls the gateway every 100 ms: the calls that fail during the
+// change are the unavailability onboarding costs the other tenants
+// (expected 0: the change reaches the running pod without a restart).
+func BenchmarkOnboardLive(b *testing.B) {
+	k := benchSetup(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	gs := newGarraServer(k.p, "bench-onboard", orch{name: "first", tools: []garrav1alpha1.Tool{garrav1alpha1.ToolStatus}})
+	if err := k.provideVolumes(ctx, gs.Namespace, claimsOf(gs)...); err != nil {
+		b.Fatal(err)
+	}
+	if err := k.c.Create(ctx, gs); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := k.deleteAndWait(ctx, gs); err != nil {
+			b.Error(err)
+		}
+	}()
+	if err := k.waitReady(ctx, client.ObjectKeyFromObject(gs), 5*time.Minute); err != nil {
+		b.Fatal(err)
+	}
+	dialer := newServiceDialer(k)
+	defer dialer.close()
+	hc := dialer.httpClient()
+	hc.Timeout = 5 * time.Second
+	gw := newGatewayClient(serviceURL(gs.Namespace, gs.Name+"-gateway", controllers.GatewayPort), hc)
+	firstKey, err := k.secretValue(ctx, gs.Namespace, gs.Name+"-orch-first", controllers.KeyToken)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := eventually(ctx, time.Minute, func() error { _, err := gw.toolNames(ctx, firstKey); return err }); err != nil {
+		b.Fatal(err)
+	}
+
+	var total time.Duration
+	var calls, failed int
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		name := fmt.Sprintf("new%d", i)
+		next := newGarraServer(k.p, gs.Name, orch{name: name, tools: []garrav1alpha1.Tool{garrav1alpha1.ToolStatus}})
+		if err := k.provideVolumes(ctx, gs.Namespace, claimsOf(next)[1:]...); err != nil {
+			b.Fatal(err)
+		}
+		stop := make(chan struct{})
+		polled := make(chan [2]int, 1)
+		go func() { // the other tenant, calling every 100 ms
+			n, bad := 0, 0
+			t := time.NewTicker(100 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					polled <- [2]int{n, bad}
+					return
+				case <-t.C:
+					n++
+					if _, err := gw.toolNames(ctx, firstKey); err != nil {
+						bad++
+					}
+				}
+			}
+		}()
+		cur := &garrav1alpha1.GarraServer{}
+		if err := k.c.Get(ctx, client.ObjectKeyFromObject(gs), cur); err != nil {
+			b.Fatal(err)
+		}
+		patch := client.MergeFrom(cur.DeepCopy())
+		cur.Spec.Orchestrators = append(cur.Spec.Orchestrators, next.Spec.Orchestrators[0])
+		b.StartTimer()
+		start := time.Now()
+		if err := k.c.Patch(ctx, cur, patch); err != nil {
+			b.Fatal(err)
+		}
+		err := eventually(ctx, 5*time.Minute, func() error {
+			key, err := k.secretValue(ctx, gs.Namespace, gs.Name+"-orch-"+name, controllers.KeyToken)
+			if err != nil {
+				return err
+			}
+			_, err = gw.toolNames(ctx, key)
+			return err
+		})
+		took := time.Since(start)
+		b.StopTimer()
+		close(stop)
+		p := <-polled
+		if err != nil {
+			b.Fatalf("%s never answered: %v", name, err)
+		}
+		total += took
+		calls += p[0]
+		failed += p[1]
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.ReportMetric(total.Seconds()/float64(b.N), "s/onboard")
+	b.ReportMetric(float64(failed), "failed-calls")
+	b.ReportMetric(float64(calls), "calls")
+}
+
+// eventually retries f every 250 ms until it succeeds or within passes.
+func eventually(ctx context.Context, within time.Duration, f func() error) error {
+	deadline := time.Now().Add(within)
+	for {
+		err := f()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
 		case <-time.After(250 * time.Millisecond):
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
 	"github.com/garraia/garra/controllers"
 	"github.com/garraia/garra/test/fakes/llmdouble"
+	"github.com/garraia/garra/test/mcphttp"
 )
 
 // orch is one orchestrator of a fixture GarraServer.
@@ -308,6 +309,164 @@ var _ = Describe("A GarraServer with two orchestrators", Ordered, func() {
 			g.Expect(env.Answer).To(Equal("back again"))
 		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 	}), NodeTimeout(5*time.Minute))
+
+	// agentResult is one garra_agent call made in the background.
+	type agentResult struct {
+		env   mcphttp.AgentEnvelope
+		raw   string
+		isErr bool
+		err   error
+	}
+	agentInBackground := func(ctx context.Context, token, msg string) <-chan agentResult {
+		done := make(chan agentResult, 1)
+		go func() {
+			defer GinkgoRecover()
+			env, raw, isErr, err := gw.Agent(ctx, token, msg)
+			done <- agentResult{env, raw, isErr, err}
+		}()
+		return done
+	}
+	// modelReached waits until the double has seen n requests since it was
+	// last scripted: the run is then in flight, waiting on the model.
+	modelReached := func(ctx context.Context, n int) {
+		GinkgoHelper()
+		Eventually(func(g Gomega) {
+			reqs, err := double.requests(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(reqs.Requests).To(HaveLen(n))
+		}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+	}
+	gatewayPod := func(ctx context.Context) *corev1.Pod {
+		GinkgoHelper()
+		p, err := k.runningPod(ctx, ns(), podLabels(gs, controllers.ComponentGateway, ""))
+		Expect(err).NotTo(HaveOccurred())
+		return p
+	}
+	restarts := func(p *corev1.Pod) int32 {
+		var n int32
+		for _, c := range p.Status.ContainerStatuses {
+			n += c.RestartCount
+		}
+		return n
+	}
+
+	It("onboards an orchestrator and changes the budget while another's run is in flight, in the same gateway pod", timed("scenario: gamma onboarded live during alpha's run", func(ctx SpecContext) {
+		before := gatewayPod(ctx)
+		var d appsv1.Deployment
+		Expect(k.c.Get(ctx, client.ObjectKey{Namespace: ns(), Name: gs.Name + "-gateway"}, &d)).To(Succeed())
+		genBefore := d.Generation
+
+		// Alpha's run waits on the model for longer than the kubelet takes
+		// to deliver the new ConfigMap and tokens to the running pod.
+		Expect(double.script(ctx, llmdouble.ScriptStep{Text: "slow but done", DelayMS: 110_000})).To(Succeed())
+		alphaRun := agentInBackground(ctx, alphaKey, "Take your time.")
+		modelReached(ctx, 1)
+
+		withGamma := newGarraServer(k.p, gs.Name, orch{name: "gamma", tools: []garrav1alpha1.Tool{garrav1alpha1.ToolStatus}})
+		Expect(k.provideVolumes(ctx, ns(), claimsOf(withGamma)[1:]...)).To(Succeed())
+		cur := &garrav1alpha1.GarraServer{}
+		Expect(k.c.Get(ctx, client.ObjectKeyFromObject(gs), cur)).To(Succeed())
+		patch := client.MergeFrom(cur.DeepCopy())
+		cur.Spec.Orchestrators = append(cur.Spec.Orchestrators, withGamma.Spec.Orchestrators[0])
+		cur.Spec.Gateway.AgentBudgetPerMinute = 25
+		start := time.Now()
+		Expect(k.c.Patch(ctx, cur, patch)).To(Succeed())
+
+		var gammaKey string
+		Eventually(func() error {
+			var err error
+			gammaKey, err = k.secretValue(ctx, ns(), gs.Name+"-orch-gamma", controllers.KeyToken)
+			return err
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+		Eventually(func(g Gomega) {
+			names, err := gw.toolNames(ctx, gammaKey)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(names).To(Equal([]string{"garra_status"}))
+		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+		times.record("gamma: spec patched → its first successful call (kubelet delivery + reload)", time.Since(start))
+		Expect(alphaRun).NotTo(Receive(), "alpha's run was still in flight when gamma was onboarded")
+
+		var r agentResult
+		Eventually(alphaRun).WithTimeout(2 * time.Minute).Should(Receive(&r))
+		Expect(r.err).NotTo(HaveOccurred())
+		Expect(r.isErr).To(BeFalse(), r.raw)
+		Expect(r.env.Answer).To(Equal("slow but done"), r.raw)
+
+		after := gatewayPod(ctx)
+		Expect(after.UID).To(Equal(before.UID), "onboarding is policy: the same gateway pod serves it")
+		Expect(restarts(after)).To(Equal(restarts(before)))
+		Expect(k.c.Get(ctx, client.ObjectKey{Namespace: ns(), Name: gs.Name + "-gateway"}, &d)).To(Succeed())
+		Expect(d.Generation).To(Equal(genBefore))
+		waitReady(ctx, gs, 3*time.Minute)
+	}), NodeTimeout(8*time.Minute))
+
+	It("rotates gamma's token with an overlap: the old one works during the grace period and is refused after", timed("scenario: token rotation with an overlap", func(ctx SpecContext) {
+		oldKey, err := k.secretValue(ctx, ns(), gs.Name+"-orch-gamma", controllers.KeyToken)
+		Expect(err).NotTo(HaveOccurred())
+		cur := &garrav1alpha1.GarraServer{}
+		Expect(k.c.Get(ctx, client.ObjectKeyFromObject(gs), cur)).To(Succeed())
+		patch := client.MergeFrom(cur.DeepCopy())
+		// Longer than the kubelet takes to deliver a Secret, so that both
+		// tokens are seen working together.
+		cur.Spec.Gateway.TokenRotationGracePeriod = &metav1.Duration{Duration: 2 * time.Minute}
+		if cur.Annotations == nil {
+			cur.Annotations = map[string]string{}
+		}
+		cur.Annotations[garrav1alpha1.AnnotationRotateToken] = "gamma"
+		start := time.Now()
+		Expect(k.c.Patch(ctx, cur, patch)).To(Succeed())
+
+		var newKey string
+		Eventually(func(g Gomega) {
+			v, err := k.secretValue(ctx, ns(), gs.Name+"-orch-gamma", controllers.KeyToken)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(v).NotTo(Equal(oldKey))
+			newKey = v
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+		Eventually(func() error {
+			_, err := gw.toolNames(ctx, newKey)
+			return err
+		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+		times.record("rotation: annotated → new token accepted", time.Since(start))
+		_, err = gw.toolNames(ctx, oldKey)
+		Expect(err).NotTo(HaveOccurred(), "within the grace period the old token still works")
+
+		Eventually(func(g Gomega) {
+			code, _, err := gw.Post(ctx, oldKey, "tools/list", map[string]any{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(code).To(Equal(http.StatusUnauthorized))
+		}).WithContext(ctx).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		times.record("rotation: annotated → old token refused (grace 2 min + delivery)", time.Since(start))
+		_, err = gw.toolNames(ctx, newKey)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(k.c.Get(ctx, client.ObjectKeyFromObject(gs), cur)).To(Succeed())
+		Expect(cur.Annotations).NotTo(HaveKey(garrav1alpha1.AnnotationRotateToken), "the request was handled")
+	}), NodeTimeout(9*time.Minute))
+
+	It("drains a deleted gateway pod: the run in flight completes", timed("scenario: gateway pod deleted during a run → drained", func(ctx SpecContext) {
+		old := gatewayPod(ctx)
+		Expect(double.script(ctx, llmdouble.ScriptStep{Text: "finished while draining", DelayMS: 4000})).To(Succeed())
+		run := agentInBackground(ctx, alphaKey, "Finish even if the pod goes.")
+		modelReached(ctx, 1)
+		Expect(k.c.Delete(ctx, old)).To(Succeed()) // the pod's own grace period: drainSeconds + 10
+
+		var r agentResult
+		Eventually(run).WithTimeout(time.Minute).Should(Receive(&r))
+		Expect(r.err).NotTo(HaveOccurred())
+		Expect(r.isErr).To(BeFalse(), r.raw)
+		Expect(r.env.Answer).To(Equal("finished while draining"), r.raw)
+
+		Eventually(func(g Gomega) {
+			p, err := k.runningPod(ctx, ns(), podLabels(gs, controllers.ComponentGateway, ""))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(p.UID).NotTo(Equal(old.UID))
+		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+		waitReady(ctx, gs, 3*time.Minute)
+		Eventually(func() error {
+			_, err := gw.toolNames(ctx, alphaKey)
+			return err
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+	}), NodeTimeout(6*time.Minute))
 
 	It("applies a budget change live, in the same gateway pod, and enforces the new budget", timed("scenario: budget change applied live, enforced", func(ctx SpecContext) {
 		key := client.ObjectKey{Namespace: ns(), Name: gs.Name + "-gateway"}
