@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	appsv1 "k8s.io/api/apps/v1"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -85,7 +86,8 @@ func TestHTTPGatewayProbe(t *testing.T) {
 func TestProbeConfig(t *testing.T) {
 	gs := testServer()
 	r := &GarraServerReconciler{}
-	if c := r.probeConfig(context.Background(), gs, "sha256:a"); c.Status != metav1.ConditionUnknown || c.Reason != "NotProbed" {
+	up := dep(1)
+	if c := r.probeConfig(context.Background(), gs, up, "sha256:a"); c.Status != metav1.ConditionUnknown || c.Reason != "NotProbed" {
 		t.Errorf("no probe: %+v", c)
 	}
 	var asked string
@@ -93,11 +95,16 @@ func TestProbeConfig(t *testing.T) {
 		asked = url
 		return "sha256:a", "", nil
 	}
-	if c := r.probeConfig(context.Background(), gs, "sha256:a"); c.Status != metav1.ConditionTrue || asked != "http://team-a-gateway.agents.svc:3888/readyz" {
+	for _, d := range []*appsv1.Deployment{nil, dep(0)} {
+		if c := r.probeConfig(context.Background(), gs, d, "sha256:a"); c.Reason != "Pending" || asked != "" {
+			t.Errorf("gateway %+v without a replica: %+v, asked %q (a Service without an endpoint is not asked)", d, c, asked)
+		}
+	}
+	if c := r.probeConfig(context.Background(), gs, up, "sha256:a"); c.Status != metav1.ConditionTrue || asked != "http://team-a-gateway.agents.svc:3888/readyz" {
 		t.Errorf("probe: %+v, asked %s", c, asked)
 	}
 	r.ProbeURL = func(*garrav1alpha1.GarraServer) string { return "http://127.0.0.1:1/x" }
-	r.probeConfig(context.Background(), gs, "sha256:a")
+	r.probeConfig(context.Background(), gs, up, "sha256:a")
 	if asked != "http://127.0.0.1:1/x" {
 		t.Errorf("ProbeURL not used: asked %s", asked)
 	}

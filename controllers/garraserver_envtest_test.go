@@ -630,6 +630,10 @@ var _ = Describe("GarraServer", func() {
 		}
 		Eventually(func() string { return server(ns).Status.ConfigHash }, timeout, interval).Should(Equal(configHash()))
 		Expect(condition(ns, "ConfigApplied")).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "Pending"),
+			HaveField("Message", ContainSubstring("available replica"))), "a gateway without a replica is not asked")
+		markAvailable(ns, "team-a-gateway", 1)
+		Eventually(func() *metav1.Condition { return condition(ns, "ConfigApplied") }, timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "Pending"),
 			HaveField("Message", ContainSubstring("(none reported)"))), "the gateway has reported no config yet")
 
 		By("the gateway reports the rendered hash: Applied")

@@ -135,16 +135,16 @@ func computeStatus(gs *garrav1alpha1.GarraServer, w observed) garrav1alpha1.Garr
 func (r *GarraServerReconciler) writeStatus(ctx context.Context, s *reconcileState) error {
 	gs := s.gs
 	w := observed{sandboxes: map[string]*appsv1.Deployment{}, missing: s.missing, invalid: s.invalid, failed: s.failed, rotations: s.rotations}
-	if s.configYAML != "" && s.invalid == "" {
-		w.configHash = ConfigHash(s.configYAML)
-		w.applied = r.probeConfig(ctx, gs, w.configHash)
-		if w.applied.Status != metav1.ConditionTrue && w.applied.Reason != garrav1alpha1.ReasonNotProbed {
-			s.requeueAt(ConfigPendingRequeue)
-		}
-	}
 	var err error
 	if w.gateway, err = r.deployment(ctx, gs.Namespace, gatewayName(gs)); err != nil {
 		return err
+	}
+	if s.configYAML != "" && s.invalid == "" {
+		w.configHash = ConfigHash(s.configYAML)
+		w.applied = r.probeConfig(ctx, gs, w.gateway, w.configHash)
+		if w.applied.Status != metav1.ConditionTrue && w.applied.Reason != garrav1alpha1.ReasonNotProbed {
+			s.requeueAt(ConfigPendingRequeue)
+		}
 	}
 	for _, o := range gs.Spec.Orchestrators {
 		d, err := r.deployment(ctx, gs.Namespace, sandboxName(gs, o.Name))
@@ -203,10 +203,16 @@ func (r *GarraServerReconciler) statusEvents(old, gs *garrav1alpha1.GarraServer)
 
 // probeConfig asks the gateway which config it runs and turns the answer
 // into the ConfigApplied condition.
-func (r *GarraServerReconciler) probeConfig(ctx context.Context, gs *garrav1alpha1.GarraServer, want string) *metav1.Condition {
+// A gateway without an available replica is not asked: its Service has no
+// endpoint, and the question would only wait for a timeout.
+func (r *GarraServerReconciler) probeConfig(ctx context.Context, gs *garrav1alpha1.GarraServer, gateway *appsv1.Deployment, want string) *metav1.Condition {
 	if r.Probe == nil {
 		return &metav1.Condition{Status: metav1.ConditionUnknown, Reason: garrav1alpha1.ReasonNotProbed,
 			Message: "the operator does not ask the gateway which config it runs"}
+	}
+	if !available(gateway) {
+		return &metav1.Condition{Status: metav1.ConditionFalse, Reason: garrav1alpha1.ReasonPending,
+			Message: "waiting for the gateway Deployment " + gatewayName(gs) + " to have an available replica before asking it which config it runs"}
 	}
 	url := GatewayReadyzURL(gs)
 	if r.ProbeURL != nil {
