@@ -25,7 +25,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+	"modernc.org/sqlite" // also the "sqlite" database/sql driver
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/garraia/garra/internal/chat"
 )
@@ -106,11 +107,12 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
 	s := &Store{path: path, w: w, allow: o.Allowlists, now: o.Now}
-	if err := w.PingContext(ctx); err != nil {
-		_ = w.Close()
-		return nil, fmt.Errorf("chat store %s: %w", path, err)
-	}
-	if err := s.migrate(ctx); err != nil {
+	if err := untilNotBusy(ctx, busy, func() error {
+		if err := w.PingContext(ctx); err != nil {
+			return err
+		}
+		return s.migrate(ctx)
+	}); err != nil {
 		_ = w.Close()
 		return nil, fmt.Errorf("chat store %s: %w", path, err)
 	}
@@ -123,6 +125,28 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	r.SetMaxIdleConns(maxReaders)
 	s.r = r
 	return s, nil
+}
+
+// untilNotBusy runs fn again while it fails with SQLITE_BUSY, for up to
+// busy. Two processes opening a new database at once (the gateway and
+// `garra pair`) race to switch it to WAL, and SQLite answers the loser
+// BUSY without waiting on its busy handler (waiting could deadlock); the
+// switch is done once the winner is, so trying again is enough. fn must be
+// safe to repeat (connecting and migrating are).
+func untilNotBusy(ctx context.Context, busy time.Duration, fn func() error) error {
+	deadline := time.Now().Add(busy)
+	for {
+		err := fn()
+		var se *sqlite.Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // Path is the database file.
