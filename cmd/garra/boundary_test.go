@@ -20,6 +20,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/garraia/garra/test/fakes/llmdouble"
+
+	"github.com/garraia/garra/test/proctest"
 )
 
 // The boundary between `garra mcp-server` and the bash its agent runs, end
@@ -124,14 +126,7 @@ done
 		t.Fatal(err)
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(pidText)))
-	deadline := time.Now().Add(5 * time.Second)
-	for syscall.Kill(pid, 0) == nil && !zombie(pid) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("the setsid child %d outlived the call", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	proctest.WaitGone(t, pid, "the setsid child of the last call")
 
 	_ = cs.Close()
 	_ = cmd.Wait()
@@ -203,14 +198,4 @@ func pipeOwnedBy(t *testing.T, cred *syscall.Credential) (r, w *os.File) {
 		t.Fatal(err)
 	}
 	return r, w
-}
-
-func zombie(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && s[i+2] == 'Z'
 }

@@ -184,48 +184,6 @@ func outcome(err error) string {
 	return err.Error()
 }
 
-// alive reports whether pid is a live (not zombie) process.
-func alive(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
-
-// waitGone fails unless pid is gone within a few seconds.
-func waitGone(t *testing.T, pid int, what string) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("%s (pid %d) is still running", what, pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// pidsIn reads one pid per line from path.
-func pidsIn(t *testing.T, path string) []int {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pids []int
-	for _, f := range strings.Fields(string(data)) {
-		p, err := strconv.Atoi(f)
-		if err != nil {
-			t.Fatalf("%s: %q is not a pid", path, f)
-		}
-		pids = append(pids, p)
-	}
-	return pids
-}
-
 // runReport is what the "run" role saw of its supervised command.
 type runReport struct {
 	Output string `json:"output"`

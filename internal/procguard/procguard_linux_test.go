@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/garraia/garra/internal/procguard"
+
+	"github.com/garraia/garra/test/proctest"
 )
 
 // A child running as the server's own (non-root) uid, or as another
@@ -152,12 +154,12 @@ func TestSupervisorLeavesNothingBehind(t *testing.T) {
 				if d := time.Since(start); d > 8*time.Second {
 					t.Fatalf("took %v", d)
 				}
-				pids := pidsIn(t, filepath.Join(dir, "pids"))
+				pids := proctest.PidsIn(t, filepath.Join(dir, "pids"))
 				if len(pids) == 0 {
 					t.Fatal("the escape did not run")
 				}
 				for _, p := range pids {
-					waitGone(t, p, "escaped process")
+					proctest.WaitGone(t, p, "escaped process")
 				}
 			})
 		}
@@ -211,8 +213,8 @@ func TestSupervisorFollowsItsParent(t *testing.T) {
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	for _, p := range pidsIn(t, filepath.Join(dir, "pids")) {
-		waitGone(t, p, "the command of a dead parent")
+	for _, p := range proctest.PidsIn(t, filepath.Join(dir, "pids")) {
+		proctest.WaitGone(t, p, "the command of a dead parent")
 	}
 }
 
@@ -232,16 +234,16 @@ func TestSubreaperSweepsOrphansOfAKilledSupervisor(t *testing.T) {
 			if r.Code != 128+9 && r.Code != -1 {
 				t.Logf("report %+v", r)
 			}
-			pids := pidsIn(t, filepath.Join(dir, "pids"))
+			pids := proctest.PidsIn(t, filepath.Join(dir, "pids"))
 			if len(pids) != 1 {
 				t.Fatalf("pids %v", pids)
 			}
 			if sub {
-				waitGone(t, pids[0], "orphan of a killed supervisor")
+				proctest.WaitGone(t, pids[0], "orphan of a killed supervisor")
 				return
 			}
 			time.Sleep(300 * time.Millisecond)
-			if !alive(pids[0]) {
+			if !proctest.Alive(pids[0]) {
 				t.Fatal("control: the orphan died without a subreaper; the test cannot tell")
 			}
 			_ = syscall.Kill(pids[0], syscall.SIGKILL)
@@ -264,7 +266,7 @@ func TestMaxProcsBitesANonRootCommand(t *testing.T) {
 	}{{"10", true}, {"-1", false}} {
 		_ = os.Remove(filepath.Join(dir, "pids"))
 		r := supervised(t, exe, cred, "DIR="+dir, "MAX_PROCS="+tt.maxProcs, "CMD=exec /bin/dash -c '"+loop+"'")
-		n := len(pidsIn(t, filepath.Join(dir, "pids")))
+		n := len(proctest.PidsIn(t, filepath.Join(dir, "pids")))
 		if tt.capped && (n == 0 || n >= 10 || strings.Contains(r.Output, "looped") || !strings.Contains(r.Output, "fork")) {
 			t.Errorf("MAX_PROCS=%s: %d processes started, report %+v", tt.maxProcs, n, r)
 		}
@@ -290,12 +292,12 @@ func TestSupervisorAtTheLimitStillCleansUp(t *testing.T) {
 	if d := time.Since(start); d > 8*time.Second {
 		t.Fatalf("took %v", d)
 	}
-	pids := pidsIn(t, filepath.Join(dir, "pids"))
+	pids := proctest.PidsIn(t, filepath.Join(dir, "pids"))
 	if len(pids) == 0 || len(pids) >= 10 {
 		t.Fatalf("%d processes started under a budget of 10", len(pids))
 	}
 	for _, p := range pids {
-		waitGone(t, p, "process of a command at its limit")
+		proctest.WaitGone(t, p, "process of a command at its limit")
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/garraia/garra/test/proctest"
 )
 
 // hostHelperEnv makes the test binary, re-executed, run one HostRunner
@@ -120,12 +121,12 @@ func TestHostRunnerLeavesNothingBehind(t *testing.T) {
 				if d := time.Since(start); d > 6*time.Second {
 					t.Fatalf("Run took %v", d)
 				}
-				pids := readPids(t, filepath.Join(work, "pids"))
+				pids := proctest.PidsIn(t, filepath.Join(work, "pids"))
 				if len(pids) == 0 {
 					t.Fatal("the command did not start its process")
 				}
 				for _, p := range pids {
-					waitGone(t, p)
+					proctest.WaitGone(t, p, "escaped process")
 				}
 			})
 		}
@@ -141,7 +142,7 @@ func TestBashToolSetsidChildEndsWithTheCall(t *testing.T) {
 	if res.IsError || res.Output != "started\n" {
 		t.Fatalf("result %+v", res)
 	}
-	waitGone(t, readPid(t, filepath.Join(work, "pid.txt")))
+	proctest.WaitGone(t, readPid(t, filepath.Join(work, "pid.txt")), "setsid child")
 }
 
 // A non-root command gets RLIMIT_NPROC from MaxProcs: its uid's task count
@@ -179,23 +180,6 @@ func TestHostRunnerBoundsProcesses(t *testing.T) {
 	if def, _ := run(0); def-limited < 246-40 || def-limited > 246+40 {
 		t.Fatalf("default MaxProcs: ulimit -u = %d, want about %d", def, limited+246)
 	}
-}
-
-func readPids(t *testing.T, path string) []int {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pids []int
-	for _, f := range strings.Fields(string(data)) {
-		p, err := strconv.Atoi(f)
-		if err != nil {
-			t.Fatal(fmt.Errorf("%q is not a pid: %w", f, err))
-		}
-		pids = append(pids, p)
-	}
-	return pids
 }
 
 // BenchmarkHostRunner is the cost of one trivial command through the

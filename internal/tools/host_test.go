@@ -10,9 +10,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/garraia/garra/test/proctest"
 )
 
 func TestHostRunnerEnvAllowlist(t *testing.T) {
@@ -78,30 +79,6 @@ func TestHostRunnerExitCodeAndStderr(t *testing.T) {
 	}
 }
 
-// alive reports whether pid is a live (not zombie) process.
-func alive(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	// The state follows the parenthesised command name.
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
-
-func waitGone(t *testing.T, pid int) {
-	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL) // not left behind by a failing test
-			t.Fatalf("process %d still running", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func readPid(t *testing.T, path string) int {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -132,7 +109,7 @@ func TestHostRunnerTimeoutKillsTheGroup(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("Run returned %v after a 1.5s timeout", d)
 	}
-	waitGone(t, readPid(t, filepath.Join(work, "bg.pid")))
+	proctest.WaitGone(t, readPid(t, filepath.Join(work, "bg.pid")), "background child")
 }
 
 // A job left in the background when the shell exits neither survives nor
@@ -150,7 +127,7 @@ func TestHostRunnerKillsLeftoversOnExit(t *testing.T) {
 	if d := time.Since(start); d > time.Second {
 		t.Fatalf("Run took %v: it waited for the background job", d)
 	}
-	waitGone(t, readPid(t, filepath.Join(work, "bg.pid")))
+	proctest.WaitGone(t, readPid(t, filepath.Join(work, "bg.pid")), "background child")
 }
 
 func TestHostRunnerOutputCapped(t *testing.T) {

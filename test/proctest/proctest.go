@@ -1,0 +1,60 @@
+// Package proctest is for tests that start processes meant to die with a
+// call (a setsid child, an orphan of a killed supervisor): it tells when
+// such a process is really gone and reads the pids a script wrote down.
+package proctest
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Alive reports whether pid is a live process: it exists in /proc and is
+// not a zombie waiting to be reaped.
+func Alive(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name, which may itself
+	// hold spaces and parentheses.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// WaitGone fails the test unless pid is gone within 5 seconds; a process
+// still running then is killed so that a failing test leaves nothing
+// behind.
+func WaitGone(t testing.TB, pid int, what string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for Alive(pid) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("%s (pid %d) is still running", what, pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// PidsIn reads the whitespace-separated pids a script wrote to path.
+func PidsIn(t testing.TB, path string) []int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(data)) {
+		p, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("%s: %q is not a pid", path, f)
+		}
+		pids = append(pids, p)
+	}
+	return pids
+}
