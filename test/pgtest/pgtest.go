@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -83,6 +84,21 @@ func DSN(t testing.TB) string {
 	return dsnFor(cfg.Host, cfg.Port, cfg.User, name)
 }
 
+// LoopbackDSN is dsn (from DSN) over TCP on 127.0.0.1 instead of the Unix
+// socket, for what measures the network path; it skips when the server
+// does not listen there.
+func LoopbackDSN(t testing.TB, dsn string) string {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if srv == nil || srv.tcpPort == 0 {
+		t.Skip("the test server does not listen on 127.0.0.1")
+	}
+	return dsnFor("127.0.0.1", uint16(srv.tcpPort), cfg.User, cfg.Database) //nolint:gosec // G115: a port
+}
+
 func dsnFor(host string, port uint16, user, db string) string {
 	return fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable", host, port, user, db)
 }
@@ -100,7 +116,7 @@ func start() (string, error) {
 		return "", err
 	}
 	srv = s
-	return dsnFor(s.dir, 5432, "postgres", "postgres"), nil
+	return dsnFor(s.dir, uint16(s.tcpPort), "postgres", "postgres"), nil //nolint:gosec // G115: a port
 }
 
 // binDir finds initdb and pg_ctl: pg_config's bindir, else the newest
@@ -133,6 +149,7 @@ func isExec(p string) bool {
 
 type server struct {
 	bin, dir string
+	tcpPort  int
 	cred     *user.User // who runs the server; nil = this process's user
 }
 
@@ -162,15 +179,31 @@ func startServer(bin string) (*server, error) {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("initdb: %w\n%s", err, out)
 	}
-	// Only the socket in dir: nothing listens on the network. fsync off:
-	// a test database need not survive a power cut.
-	opts := fmt.Sprintf("-c listen_addresses='' -c unix_socket_directories=%s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300", dir)
+	// The socket in dir, and 127.0.0.1 on a free port (trust is safe on
+	// neither beyond this machine: nothing listens on another interface).
+	// fsync off: a test database need not survive a power cut.
+	port, err := freePort()
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	s.tcpPort = port
+	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -c port=%d -c unix_socket_directories=%s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300", port, dir)
 	if out, err := s.run("pg_ctl", "-D", data, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "-o", opts, "start"); err != nil {
 		log, _ := os.ReadFile(filepath.Join(dir, "log"))
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("pg_ctl start: %w\n%s\n%s", err, out, log)
 	}
 	return s, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func (s *server) stop() {
