@@ -46,6 +46,51 @@ type Config struct {
 	Gateway   Gateway   `json:"gateway"`
 	Channels  Channels  `json:"channels"`
 	Audit     Audit     `json:"audit"`
+	Store     Store     `json:"store"`
+}
+
+// Store chooses where the gateway keeps conversations, pairing, the
+// channel cursor and (with postgres) its budgets.
+type Store struct {
+	// Driver is sqlite (the default: <data_dir>/garra.db, one replica) or
+	// postgres (shared by every replica).
+	Driver string `json:"driver,omitempty"`
+	// DSNEnv names the variable holding the PostgreSQL DSN; DSNFile a
+	// file holding it (one of them, with driver postgres).
+	DSNEnv  string `json:"dsn_env,omitempty"`
+	DSNFile string `json:"dsn_file,omitempty"`
+}
+
+// Store drivers.
+const (
+	StoreSQLite   = "sqlite"
+	StorePostgres = "postgres"
+)
+
+// StoreDSN is the PostgreSQL DSN of store.dsn_env or store.dsn_file. The
+// error names the field and never holds the value.
+func (c *Config) StoreDSN(getenv func(string) string, readFile func(string) (string, error)) (string, error) {
+	s := c.Store
+	switch {
+	case s.DSNEnv != "" && s.DSNFile != "":
+		return "", errors.New("store.dsn_file: dsn_env is set too: set only one")
+	case s.DSNFile != "":
+		v, err := readFile(expandHome(s.DSNFile))
+		if err != nil {
+			return "", fmt.Errorf("store.dsn_file: %w", err)
+		}
+		return v, nil
+	case s.DSNEnv != "":
+		v := ""
+		if getenv != nil {
+			v = strings.TrimSpace(getenv(s.DSNEnv))
+		}
+		if v == "" {
+			return "", fmt.Errorf("store.dsn_env: %s is unset or empty", s.DSNEnv)
+		}
+		return v, nil
+	}
+	return "", errors.New("store.dsn_env: driver postgres needs dsn_env or dsn_file")
 }
 
 // Audit configures the JSONL audit file both MCP servers append to.
@@ -209,6 +254,9 @@ func Default() *Config {
 func (c *Config) applyDefaults() {
 	if c.DataDir == "" {
 		c.DataDir = "~/.garraia"
+	}
+	if c.Store.Driver == "" {
+		c.Store.Driver = StoreSQLite
 	}
 	if c.LLM.Provider == "" {
 		c.LLM.Provider = DefaultProvider
