@@ -27,16 +27,6 @@ import (
 	"github.com/garraia/garra/internal/redact"
 )
 
-// Variables the operator sets on gateway pods with a shared store: the
-// Lease that elects the Telegram poller, and the pod's own namespace and
-// name (the downward API). Without EnvPollerLease a shared store elects
-// through a PostgreSQL advisory lock.
-const (
-	EnvPollerLease  = "GARRA_POLLER_LEASE"
-	EnvPodNamespace = "GARRA_POD_NAMESPACE"
-	EnvPodName      = "GARRA_POD_NAME"
-)
-
 // pollerLock names the advisory lock of the Telegram poller.
 const pollerLock = "telegram-poller"
 
@@ -129,28 +119,28 @@ func Start(ctx context.Context, cfg *config.Config, getenv func(string) string, 
 	return rt, nil
 }
 
-// pollerElector is the Lease named by GARRA_POLLER_LEASE in the cluster,
+// pollerElector is the Lease named by config.EnvPollerLease in the cluster,
 // else the advisory lock in the shared database.
 func pollerElector(getenv func(string) string, pool *pgxpool.Pool, log *slog.Logger) (leader.Elector, error) {
-	name := getenv(EnvPollerLease)
+	name := getenv(config.EnvPollerLease)
 	if name == "" {
 		log.Info("telegram poller elected by a PostgreSQL advisory lock", "lock", pollerLock)
 		return &leader.PGLock{Config: pool.Config().ConnConfig, Name: pollerLock, Logger: log}, nil
 	}
-	ns, id := getenv(EnvPodNamespace), getenv(EnvPodName)
+	ns, id := getenv(config.EnvPodNamespace), getenv(config.EnvPodName)
 	if id == "" {
 		id, _ = os.Hostname()
 	}
 	if ns == "" || id == "" {
-		return nil, fmt.Errorf("%s is set but %s or %s is not: the lease needs the pod's namespace and name", EnvPollerLease, EnvPodNamespace, EnvPodName)
+		return nil, fmt.Errorf("%s is set but %s or %s is not: the lease needs the pod's namespace and name", config.EnvPollerLease, config.EnvPodNamespace, config.EnvPodName)
 	}
 	rc, err := rest.InClusterConfig()
 	if err != nil {
-		return nil, fmt.Errorf("%s: not in a cluster: %w", EnvPollerLease, err)
+		return nil, fmt.Errorf("%s: not in a cluster: %w", config.EnvPollerLease, err)
 	}
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", EnvPollerLease, err)
+		return nil, fmt.Errorf("%s: %w", config.EnvPollerLease, err)
 	}
 	log.Info("telegram poller elected by a Lease", "lease", ns+"/"+name, "identity", id)
 	return &leader.Lease{Client: client, Namespace: ns, Name: name, Identity: id, Logger: log}, nil
