@@ -2,13 +2,15 @@
 // budget of N per window is N across every replica rather than N per
 // replica, and a spend survives a restart or a reload.
 //
-// A budget is one row holding the times of its takes in the window (a
-// sliding window, like the in-memory budget). A take is one
-// INSERT … ON CONFLICT DO UPDATE … WHERE: PostgreSQL locks the row and
-// evaluates the room check on its newest version, so takes from any number
-// of processes are serialised per budget without a read-modify-write race,
-// in one round trip. Times are the server's clock, the one clock every
-// replica shares.
+// A budget is a sliding window, like the in-memory one: a row per budget
+// and a row per take in garra_budget_spends. A take locks its budget's row
+// (SELECT … FOR UPDATE), then inserts its spend only if the spends still in
+// the window leave room; in read committed each statement sees what the
+// previous holder of the lock committed, so takes from any number of
+// processes are serialised per budget without a read-modify-write race.
+// The statements go in one batch, one round trip, in the implicit
+// transaction of that batch. Times are the server's clock, the one clock
+// every replica shares.
 package pgbudget
 
 import (
@@ -28,10 +30,14 @@ import (
 var migrations = []pgmigrate.Migration{
 	{Version: 1, Name: "budgets", SQL: `
 CREATE TABLE garra_budgets (
-	name    TEXT PRIMARY KEY,
-	touched BIGINT NOT NULL,
-	spends  BIGINT[] NOT NULL
+	name TEXT PRIMARY KEY
 );
+CREATE TABLE garra_budget_spends (
+	name TEXT NOT NULL,
+	at   BIGINT NOT NULL,
+	n    INTEGER NOT NULL
+);
+CREATE INDEX garra_budget_spends_by_time ON garra_budget_spends (name, at);
 `},
 }
 
@@ -90,22 +96,25 @@ func (s *Store) Budget(name string, limit int, window time.Duration) *Budget {
 	return &Budget{s: s, name: name, window: window, limit: max(1, limit)}
 }
 
-// take is the whole decision in one statement. $1 name, $2 limit, $3 n,
-// $4 now in ms (NULL = the server's clock), $5 the window in ms. A new
-// row is inserted only when n fits the limit (checked before the call).
-const take = `
-WITH t AS (SELECT COALESCE($4::bigint, (extract(epoch FROM now()) * 1000)::bigint) AS now)
-INSERT INTO garra_budgets AS b (name, touched, spends)
-SELECT $1, t.now, array_fill(t.now, ARRAY[$3::int]) FROM t
-ON CONFLICT (name) DO UPDATE
-SET touched = excluded.touched,
-    spends = ARRAY(SELECT s FROM unnest(b.spends) s WHERE s > excluded.touched - $5::bigint ORDER BY s) || excluded.spends
-WHERE (SELECT count(*) FROM unnest(b.spends) s WHERE s > excluded.touched - $5::bigint) + $3::int <= $2::int
+// The statements of a take, in one batch. $1 is the budget's name; now
+// is $2 in ms, or the server's clock when NULL (the batch's transaction
+// time, the same for all three).
+const (
+	ensure = `INSERT INTO garra_budgets (name) VALUES ($1) ON CONFLICT (name) DO NOTHING`
+	lock   = `SELECT 1 FROM garra_budgets WHERE name = $1 FOR UPDATE`
+	// spend: $3 window ms, $4 n, $5 limit. Inserted only when it fits.
+	spend = `
+INSERT INTO garra_budget_spends (name, at, n)
+SELECT $1, t.now, $4::int FROM (SELECT COALESCE($2::bigint, (extract(epoch FROM now()) * 1000)::bigint) AS now) t
+WHERE (SELECT COALESCE(sum(n), 0) FROM garra_budget_spends WHERE name = $1 AND at > t.now - $3::bigint) + $4::int <= $5::int
 RETURNING 1`
-
-const used = `
-SELECT count(*) FROM garra_budgets b, unnest(b.spends) s
-WHERE b.name = $1 AND s > COALESCE($2::bigint, (extract(epoch FROM now()) * 1000)::bigint) - $3::bigint`
+	// expire drops what left the window: the table holds at most a
+	// window's worth of takes per budget.
+	expire = `DELETE FROM garra_budget_spends WHERE name = $1 AND at <= COALESCE($2::bigint, (extract(epoch FROM now()) * 1000)::bigint) - $3::bigint`
+	used   = `
+SELECT COALESCE(sum(n), 0) FROM garra_budget_spends
+WHERE name = $1 AND at > COALESCE($2::bigint, (extract(epoch FROM now()) * 1000)::bigint) - $3::bigint`
+)
 
 func (b *Budget) nowArg() *int64 {
 	if b.s.now == nil {
@@ -131,16 +140,27 @@ func (b *Budget) TakeN(n int) bool {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), b.s.timeout)
 	defer cancel()
+	now, win := b.nowArg(), b.window.Milliseconds()
+	batch := &pgx.Batch{}
+	batch.Queue(ensure, b.name)
+	batch.Queue(lock, b.name)
+	batch.Queue(spend, b.name, now, win, n, limit)
+	batch.Queue(expire, b.name, now, win)
+	br := b.s.pool.SendBatch(ctx, batch)
+	_, err1 := br.Exec()
+	_, err2 := br.Exec()
 	var one int
-	err := b.s.pool.QueryRow(ctx, take, b.name, limit, n, b.nowArg(), b.window.Milliseconds()).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false
+	err3 := br.QueryRow().Scan(&one)
+	_, err4 := br.Exec()
+	err := errors.Join(err1, err2, err4, br.Close())
+	if !errors.Is(err3, pgx.ErrNoRows) {
+		err = errors.Join(err, err3)
 	}
 	if err != nil {
 		b.s.log.Error("budget refused: the shared budget store did not answer", "budget", b.name, "err", err)
 		return false
 	}
-	return true
+	return err3 == nil
 }
 
 func (b *Budget) used() int {
