@@ -16,7 +16,7 @@ import (
 )
 
 // EnvStoreDSN carries the PostgreSQL DSN into the gateway pod.
-const EnvStoreDSN = "GARRA_STORE_DSN" //nolint:gosec // G101: a variable name
+const EnvStoreDSN = "GARRA_STORE_DSN"
 
 // sharedStore says whether the gateway keeps its state in PostgreSQL: then
 // it has no data claim and may run several replicas.

@@ -156,7 +156,7 @@ func TestSpendSurvivesARestart(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	p := pool(t, dsn)
 	b := store(t, p, nil).Budget("agent", 3, time.Minute)
-	if !b.Take() || !b.Take() {
+	if !b.TakeN(2) {
 		t.Fatal("takes refused")
 	}
 	p.Close()

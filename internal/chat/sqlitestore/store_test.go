@@ -15,16 +15,6 @@ import (
 
 var ctx = context.Background()
 
-func open(t *testing.T, path string, o sqlitestore.Options) *sqlitestore.Store {
-	t.Helper()
-	s, err := sqlitestore.Open(ctx, path, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
-}
-
 // raw opens the file with the bare driver, to look under the store.
 func raw(t *testing.T, path string) *sql.DB {
 	t.Helper()
