@@ -7,7 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
@@ -24,7 +24,9 @@ const (
 
 // Lease elects through a coordination.k8s.io Lease.
 type Lease struct {
-	Client    kubernetes.Interface
+	// Client is the coordination.k8s.io client (only that group: the
+	// whole clientset would weigh the garra binary down for nothing).
+	Client    coordinationv1client.CoordinationV1Interface
 	Namespace string
 	Name      string
 	// Identity is this replica's name in the lease (the pod name).
@@ -87,7 +89,7 @@ func (l *Lease) Lead(ctx context.Context, fn func(context.Context)) {
 	for ctx.Err() == nil {
 		lock := &trackingLock{Interface: &resourcelock.LeaseLock{
 			LeaseMeta:  metav1.ObjectMeta{Namespace: l.Namespace, Name: l.Name},
-			Client:     l.Client.CoordinationV1(),
+			Client:     l.Client,
 			LockConfig: resourcelock.ResourceLockConfig{Identity: l.Identity},
 		}}
 		ran := make(chan struct{})

@@ -42,7 +42,7 @@ func apiserver(t *testing.T) kubernetes.Interface {
 }
 
 func lease(c kubernetes.Interface, identity string) *leader.Lease {
-	return &leader.Lease{Client: c, Namespace: "default", Name: "garra-telegram-poller", Identity: identity,
+	return &leader.Lease{Client: c.CoordinationV1(), Namespace: "default", Name: "garra-telegram-poller", Identity: identity,
 		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 200 * time.Millisecond}
 }
 

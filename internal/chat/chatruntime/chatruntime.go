@@ -14,7 +14,7 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"k8s.io/client-go/kubernetes"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/garraia/garra/internal/ask"
@@ -138,7 +138,7 @@ func pollerElector(getenv func(string) string, pool *pgxpool.Pool, log *slog.Log
 	if err != nil {
 		return nil, fmt.Errorf("%s: not in a cluster: %w", config.EnvPollerLease, err)
 	}
-	client, err := kubernetes.NewForConfig(rc)
+	client, err := coordinationv1client.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", config.EnvPollerLease, err)
 	}
