@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -870,6 +872,79 @@ var _ = Describe("GarraServer", func() {
 		Expect(get(ns, "team-a-gateway", &appsv1.Deployment{}).Spec.Template.Spec.Containers[0].Image).To(Equal("garra:fixed"))
 	})
 
+	It("runs replicas on a shared PostgreSQL store: no claim, a rolling update, a PDB, anti-affinity and the Lease RBAC", func() {
+		secret(ns, "pg", map[string]string{"dsn": "postgres://garra:pw@db:5432/garra"})
+		gs := &garrav1alpha1.GarraServer{
+			ObjectMeta: metav1.ObjectMeta{Name: "team-a", Namespace: ns},
+			Spec: garrav1alpha1.GarraServerSpec{
+				LLM: garrav1alpha1.LLMSpec{Provider: "ollama"},
+				Gateway: garrav1alpha1.GatewaySpec{Replicas: 3, Store: garrav1alpha1.GatewayStoreSpec{
+					Driver: garrav1alpha1.StorePostgres, DSNSecretRef: &garrav1alpha1.SecretKeySelector{Name: "pg", Key: "dsn"}}},
+			},
+		}
+		must(k8sClient.Create(ctx, gs))
+		var dep *appsv1.Deployment
+		Eventually(func() error {
+			dep = &appsv1.Deployment{}
+			return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "team-a-gateway"}, dep)
+		}, timeout, interval).Should(Succeed())
+		Expect(*dep.Spec.Replicas).To(Equal(int32(3)))
+		Expect(dep.Spec.Strategy.Type).To(Equal(appsv1.RollingUpdateDeploymentStrategyType))
+		Expect(dep.Spec.Strategy.RollingUpdate.MaxUnavailable.IntValue()).To(Equal(0))
+		Expect(dep.Spec.Strategy.RollingUpdate.MaxSurge.IntValue()).To(Equal(1))
+		pod := dep.Spec.Template.Spec
+		Expect(pod.ServiceAccountName).To(Equal("team-a-gateway"))
+		Expect(*pod.AutomountServiceAccountToken).To(BeTrue())
+		terms := pod.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution
+		Expect(terms).To(HaveLen(1))
+		Expect(terms[0].PodAffinityTerm.TopologyKey).To(Equal(corev1.LabelHostname))
+		Expect(terms[0].PodAffinityTerm.LabelSelector.MatchLabels).To(Equal(dep.Spec.Selector.MatchLabels))
+		for _, v := range pod.Volumes {
+			Expect(v.PersistentVolumeClaim).To(BeNil(), "volume %s is a claim", v.Name)
+		}
+		env := map[string]corev1.EnvVar{}
+		for _, e := range pod.Containers[0].Env {
+			env[e.Name] = e
+		}
+		Expect(env[EnvStoreDSN].ValueFrom.SecretKeyRef.Name).To(Equal("pg"))
+		Expect(env[EnvStoreDSN].ValueFrom.SecretKeyRef.Key).To(Equal("dsn"))
+		Expect(env[config.EnvPollerLease].Value).To(Equal("team-a-gateway-telegram"))
+		Expect(env[config.EnvPodName].ValueFrom.FieldRef.FieldPath).To(Equal("metadata.name"))
+		Expect(env[config.EnvPodNamespace].ValueFrom.FieldRef.FieldPath).To(Equal("metadata.namespace"))
+		cm := get(ns, "team-a-gateway", &corev1.ConfigMap{}).Data["config.yml"]
+		Expect(cm).To(ContainSubstring("driver: postgres"))
+		Expect(cm).To(ContainSubstring("dsn_env: " + EnvStoreDSN))
+		Expect(cm).NotTo(ContainSubstring("pw@db"))
+
+		Expect(names(ns, &corev1.PersistentVolumeClaimList{})).To(BeEmpty())
+		pdb := get(ns, "team-a-gateway", &policyv1.PodDisruptionBudget{})
+		Expect(pdb.Spec.MaxUnavailable.IntValue()).To(Equal(1))
+		Expect(pdb.Spec.Selector.MatchLabels).To(Equal(dep.Spec.Selector.MatchLabels))
+		Expect(get(ns, "team-a-gateway", &corev1.ServiceAccount{}).OwnerReferences).To(HaveLen(1))
+		role := get(ns, "team-a-gateway-poller", &rbacv1.Role{})
+		Expect(role.Rules).To(ConsistOf(
+			rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{"team-a-gateway-telegram"}, Verbs: []string{"get", "update"}},
+			rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+		))
+		rb := get(ns, "team-a-gateway-poller", &rbacv1.RoleBinding{})
+		Expect(rb.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "team-a-gateway-poller"}))
+		Expect(rb.Subjects).To(Equal([]rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "team-a-gateway", Namespace: ns}}))
+
+		// The default stays one SQLite replica on its claim, with no SA, Role or PDB.
+		ns2 := newNamespace()
+		must(k8sClient.Create(ctx, &garrav1alpha1.GarraServer{ObjectMeta: metav1.ObjectMeta{Name: "team-a", Namespace: ns2},
+			Spec: garrav1alpha1.GarraServerSpec{LLM: garrav1alpha1.LLMSpec{Provider: "ollama"}}}))
+		Eventually(func() []string { return names(ns2, &appsv1.DeploymentList{}) }, timeout, interval).Should(Equal([]string{"team-a-gateway"}))
+		single := get(ns2, "team-a-gateway", &appsv1.Deployment{})
+		Expect(*single.Spec.Replicas).To(Equal(int32(1)))
+		Expect(single.Spec.Strategy.Type).To(Equal(appsv1.RecreateDeploymentStrategyType))
+		Expect(names(ns2, &corev1.PersistentVolumeClaimList{})).To(Equal([]string{"team-a-gateway-data"}))
+		Expect(names(ns2, &policyv1.PodDisruptionBudgetList{})).To(BeEmpty())
+		Expect(names(ns2, &rbacv1.RoleList{})).To(BeEmpty())
+		Expect(server(ns2).Spec.Gateway.Store.Driver).To(Equal(garrav1alpha1.StoreSQLite))
+		Expect(server(ns2).Spec.Gateway.Replicas).To(Equal(int32(1)))
+	})
+
 	It("accepts the sample", func() {
 		data, err := os.ReadFile(filepath.Join("..", "config", "samples", "garra_v1alpha1_garraserver.yaml"))
 		must(err)
@@ -927,6 +1002,31 @@ var _ = Describe("GarraServer", func() {
 			"spec.gateway.agentMaxSeconds", "less than or equal to 600"),
 		Entry("agentMaxSeconds 4", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Gateway.AgentMaxSeconds = 4 },
 			"spec.gateway.agentMaxSeconds", "greater than or equal to 5"),
+		Entry("sqlite with two replicas", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Gateway.Replicas = 2 },
+			"spec.gateway.replicas", "set spec.gateway.store.driver to postgres"),
+		Entry("an explicit sqlite with three replicas", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Gateway.Replicas = 3
+			gs.Spec.Gateway.Store.Driver = garrav1alpha1.StoreSQLite
+		}, "spec.gateway.replicas", "replicas above 1 need a shared store"),
+		Entry("postgres without a DSN Secret", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Gateway.Store.Driver = garrav1alpha1.StorePostgres
+		}, "spec.gateway.store.dsnSecretRef", "store.driver postgres needs dsnSecretRef"),
+		Entry("a DSN Secret with sqlite", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Gateway.Store.DSNSecretRef = &garrav1alpha1.SecretKeySelector{Name: "pg", Key: "dsn"}
+		}, "spec.gateway.store.dsnSecretRef", "used only with store.driver postgres"),
+		Entry("a DSN Secret ref with a bad name", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Gateway.Store = garrav1alpha1.GatewayStoreSpec{Driver: garrav1alpha1.StorePostgres,
+				DSNSecretRef: &garrav1alpha1.SecretKeySelector{Name: "Bad_Secret", Key: "dsn"}}
+		}, "spec.gateway.store.dsnSecretRef.name", "should match"),
+		Entry("a DSN Secret ref without a key", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Gateway.Store = garrav1alpha1.GatewayStoreSpec{Driver: garrav1alpha1.StorePostgres,
+				DSNSecretRef: &garrav1alpha1.SecretKeySelector{Name: "pg"}}
+		}, "spec.gateway.store.dsnSecretRef.key", "at least 1"),
+		Entry("an unknown store driver", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Gateway.Store.Driver = "mysql" },
+			"spec.gateway.store.driver", "Unsupported value"),
+		Entry("zero replicas", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Gateway.Replicas = -1
+		}, "spec.gateway.replicas", "greater than or equal to 1"),
 		Entry("allowSend without chat ids", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Gateway.AllowSend = true },
 			"spec.gateway.allowSend", "allowSend needs at least one approved destination"),
 		Entry("allowSend with an empty telegram section", func(gs *garrav1alpha1.GarraServer) {

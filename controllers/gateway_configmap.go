@@ -52,6 +52,9 @@ func RenderConfig(gs *garrav1alpha1.GarraServer) *config.Config {
 	if spec.LLM.APIKeySecretRef != nil {
 		c.LLM.APIKeyEnv = EnvLLMAPIKey
 	}
+	if sharedStore(gs) {
+		c.Store = config.Store{Driver: config.StorePostgres, DSNEnv: EnvStoreDSN}
+	}
 	if ws := g.WebSearch; ws != nil {
 		// The key arrives as BRAVE_API_KEY (gatewayEnvRefs); only the
 		// endpoint is in the file.

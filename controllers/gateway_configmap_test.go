@@ -36,6 +36,27 @@ func TestRenderConfig(t *testing.T) {
 		warn string
 	}{
 		{
+			name: "a shared PostgreSQL store, its DSN from the pod's environment",
+			mutate: func(gs *garrav1alpha1.GarraServer) {
+				gs.Spec.Gateway.Replicas = 2
+				gs.Spec.Gateway.Store = garrav1alpha1.GatewayStoreSpec{Driver: garrav1alpha1.StorePostgres,
+					DSNSecretRef: &garrav1alpha1.SecretKeySelector{Name: "pg", Key: "dsn"}}
+			},
+			check: func(t *testing.T, c *config.Config) {
+				if c.Store != (config.Store{Driver: config.StorePostgres, DSNEnv: EnvStoreDSN}) {
+					t.Errorf("store = %+v", c.Store)
+				}
+			},
+		},
+		{
+			name: "sqlite renders no store section",
+			check: func(t *testing.T, c *config.Config) {
+				if c.Store != (config.Store{}) {
+					t.Errorf("store = %+v", c.Store)
+				}
+			},
+		},
+		{
 			name: "two orchestrators",
 			check: func(t *testing.T, c *config.Config) {
 				if c.DataDir != "/var/lib/garra" || c.Gateway.Listen != "0.0.0.0:3888" {

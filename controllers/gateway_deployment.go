@@ -74,7 +74,11 @@ func gatewayDeployment(gs *garrav1alpha1.GarraServer, image, hash string) *appsv
 		).
 		WithTerminationGracePeriodSeconds(terminationGrace(gs))
 
-	return singlePodDeployment(gs, gatewayName(gs), lbl, hash, pod)
+	dep := singlePodDeployment(gs, gatewayName(gs), lbl, hash, pod)
+	if sharedStore(gs) {
+		sharedGatewayDeployment(gs, dep)
+	}
+	return dep
 }
 
 // DrainMarginSeconds is what terminationGracePeriodSeconds adds to

@@ -226,3 +226,35 @@ func TestGatewayTemplateIgnoresPolicy(t *testing.T) {
 		})
 	}
 }
+
+// Replicas above one need the shared store: with SQLite the template keeps
+// one pod on its claim whatever the spec says (a spec the API server did
+// not validate).
+func TestGatewayReplicas(t *testing.T) {
+	for _, tc := range []struct {
+		driver   string
+		replicas int32
+		want     int32
+	}{
+		{"", 0, 1}, {garrav1alpha1.StoreSQLite, 3, 1}, {garrav1alpha1.StorePostgres, 0, 1},
+		{garrav1alpha1.StorePostgres, 1, 1}, {garrav1alpha1.StorePostgres, 3, 3},
+	} {
+		gs := testServer()
+		gs.Spec.Gateway.Replicas = tc.replicas
+		gs.Spec.Gateway.Store.Driver = tc.driver
+		if got := gatewayReplicas(gs); got != tc.want {
+			t.Errorf("driver %q replicas %d: %d, want %d", tc.driver, tc.replicas, got, tc.want)
+		}
+		dep := typed[appsv1.Deployment](t, gatewayDeployment(gs, "garra:test", ""))
+		if *dep.Spec.Replicas != tc.want {
+			t.Errorf("driver %q replicas %d: Deployment has %d", tc.driver, tc.replicas, *dep.Spec.Replicas)
+		}
+		claim := false
+		for _, v := range dep.Spec.Template.Spec.Volumes {
+			claim = claim || v.PersistentVolumeClaim != nil
+		}
+		if claim == (tc.driver == garrav1alpha1.StorePostgres) {
+			t.Errorf("driver %q: data claim mounted = %v", tc.driver, claim)
+		}
+	}
+}

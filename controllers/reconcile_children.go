@@ -11,11 +11,15 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
@@ -39,7 +43,11 @@ func (r *GarraServerReconciler) applyGateway(ctx context.Context, s *reconcileSt
 	if changed {
 		r.warnConfig(gs, s.configYAML)
 	}
-	if _, err := r.applyClaim(ctx, gatewayClaim(gs)); err != nil {
+	if sharedStore(gs) {
+		if err := r.applySharedGateway(ctx, gs); err != nil {
+			return err
+		}
+	} else if _, err := r.applyClaim(ctx, gatewayClaim(gs)); err != nil {
 		return err
 	}
 	dep := gatewayDeployment(gs, gatewayImage(gs, r.GarraImage), s.gatewayHash())
@@ -47,6 +55,23 @@ func (r *GarraServerReconciler) applyGateway(ctx context.Context, s *reconcileSt
 		return err
 	}
 	_, err = applyIfChanged(ctx, r.Client, gatewayService(gs), &corev1.Service{}, corev1ac.ExtractService)
+	return err
+}
+
+// applySharedGateway applies what replicas on a shared store need besides
+// the Deployment: their ServiceAccount, the Role and RoleBinding of the
+// poller Lease, and the PodDisruptionBudget.
+func (r *GarraServerReconciler) applySharedGateway(ctx context.Context, gs *garrav1alpha1.GarraServer) error {
+	if _, err := applyIfChanged(ctx, r.Client, gatewayServiceAccount(gs), &corev1.ServiceAccount{}, corev1ac.ExtractServiceAccount); err != nil {
+		return err
+	}
+	if _, err := applyIfChanged(ctx, r.Client, pollerRole(gs), &rbacv1.Role{}, rbacv1ac.ExtractRole); err != nil {
+		return err
+	}
+	if _, err := applyIfChanged(ctx, r.Client, pollerRoleBinding(gs), &rbacv1.RoleBinding{}, rbacv1ac.ExtractRoleBinding); err != nil {
+		return err
+	}
+	_, err := applyIfChanged(ctx, r.Client, gatewayPDB(gs), &policyv1.PodDisruptionBudget{}, policyv1ac.ExtractPodDisruptionBudget)
 	return err
 }
 

@@ -103,6 +103,9 @@ func gatewayEnvRefs(gs *garrav1alpha1.GarraServer) []envRef {
 		ref := ch.Telegram.BotTokenSecretRef
 		refs = append(refs, envRef{EnvTelegramToken, secretRef{ref.Name, ref.Key, "spec.channels.telegram.botTokenSecretRef"}})
 	}
+	if ref := gs.Spec.Gateway.Store.DSNSecretRef; ref != nil && sharedStore(gs) {
+		refs = append(refs, envRef{EnvStoreDSN, secretRef{ref.Name, ref.Key, "spec.gateway.store.dsnSecretRef"}})
+	}
 	return refs
 }
 

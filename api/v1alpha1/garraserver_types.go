@@ -135,7 +135,22 @@ type SecretKeySelector struct {
 // GatewaySpec holds the gateway's knobs. Names, defaults and bounds are those
 // of gateway.mcp_http in the gateway's config.yml; the bridge itself is
 // always enabled by the operator.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.replicas) || self.replicas <= 1 || (has(self.store) && has(self.store.driver) && self.store.driver == 'postgres')",fieldPath=".replicas",message="replicas above 1 need a shared store: set spec.gateway.store.driver to postgres (with dsnSecretRef), or spec.gateway.replicas to 1 (SQLite lives on one ReadWriteOnce volume)"
 type GatewaySpec struct {
+	// Replicas of the gateway. Above 1 needs store.driver postgres.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=20
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// Store is where conversations, pairing, the Telegram offset and,
+	// with postgres, the budgets are kept.
+	// +kubebuilder:default={}
+	// +optional
+	Store GatewayStoreSpec `json:"store,omitempty"`
+
 	// APIKeySecretRef names an existing Secret key with the owner's bearer
 	// credential (mounted in the gateway pod as its gateway.api_key_file).
 	// When absent the operator generates one (32 random bytes, base64url) in
@@ -260,6 +275,32 @@ type GatewaySpec struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('24h')",message="tokenRotationGracePeriod must be between 1s and 24h"
 	// +optional
 	TokenRotationGracePeriod *metav1.Duration `json:"tokenRotationGracePeriod,omitempty"`
+}
+
+// Gateway store drivers.
+const (
+	StoreSQLite   = "sqlite"
+	StorePostgres = "postgres"
+)
+
+// GatewayStoreSpec selects the gateway's store: SQLite on the gateway's
+// data claim (one replica), or a PostgreSQL you run (managed, or an
+// in-cluster operator such as CloudNativePG) that every replica shares.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.driver) || self.driver != 'postgres' || has(self.dsnSecretRef)",fieldPath=".dsnSecretRef",message="store.driver postgres needs dsnSecretRef: the Secret key holding the PostgreSQL DSN (postgres://user:password@host:5432/db)"
+// +kubebuilder:validation:XValidation:rule="(has(self.driver) && self.driver == 'postgres') || !has(self.dsnSecretRef)",fieldPath=".dsnSecretRef",message="dsnSecretRef is used only with store.driver postgres: set the driver, or remove dsnSecretRef"
+type GatewayStoreSpec struct {
+	// Driver is sqlite or postgres.
+	// +kubebuilder:validation:Enum=sqlite;postgres
+	// +kubebuilder:default=sqlite
+	// +optional
+	Driver string `json:"driver,omitempty"`
+
+	// DSNSecretRef names the Secret key holding the PostgreSQL DSN. It
+	// reaches the gateway only as the environment variable
+	// GARRA_STORE_DSN.
+	// +optional
+	DSNSecretRef *SecretKeySelector `json:"dsnSecretRef,omitempty"`
 }
 
 // WebSearchSpec configures the gateway's web_search tool.

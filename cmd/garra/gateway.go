@@ -3,12 +3,14 @@ package main
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/garraia/garra/internal/chat/chatruntime"
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/gateway"
+	"github.com/garraia/garra/internal/pgbudget"
 )
 
 func newGatewayCommand(o *rootOptions) *cobra.Command {
@@ -69,8 +71,19 @@ tokens, prompts, answers or chat ids in clear. Error kinds: docs/errors.md.`,
 				return err
 			}
 			defer closeLogged(log, "chat store", chatRT)
+			var budgets gateway.BudgetFactory
+			if chatRT.Pool != nil {
+				// A shared store: every replica spends from the same budgets.
+				bs, err := pgbudget.Open(cmd.Context(), chatRT.Pool, pgbudget.Options{Logger: log})
+				if err != nil {
+					return err
+				}
+				budgets = func(name string, limit int, window time.Duration) gateway.Counter {
+					return bs.Budget(name, limit, window)
+				}
+			}
 			g, err := gateway.New(gateway.Options{Config: cfg, Getenv: o.getenv, Logger: log, Version: version, Audit: auditLog,
-				Store: chatRT.Store, Sender: chatRT.Sender, ConfigPath: src.Path, ConfigBytes: cfgBytes})
+				Store: chatRT.Store, Sender: chatRT.Sender, ConfigPath: src.Path, ConfigBytes: cfgBytes, Budgets: budgets})
 			if err != nil {
 				return fmt.Errorf("gateway: %w", err)
 			}

@@ -59,7 +59,7 @@ func (w *watchedLog) Write(p []byte) (int, error) {
 // startChild starts garraBin with args and env, waits for the line log
 // matches, and returns its first submatch. The child is stopped on cleanup:
 // SIGTERM, then SIGKILL after 20 s.
-func startChild(t *testing.T, dir string, env []string, re *regexp.Regexp, args ...string) (string, *watchedLog) {
+func startChild(t testing.TB, dir string, env []string, re *regexp.Regexp, args ...string) (string, *watchedLog) {
 	t.Helper()
 	cmd := exec.Command(garraBin, args...)
 	cmd.Env = env
@@ -118,7 +118,7 @@ func startE2ESandbox(t *testing.T, token string, fromFile bool) e2eSandbox {
 
 // secretFile writes value (with a trailing newline, as a Secret volume or
 // an editor leaves it) to a new 0400 file and returns its path.
-func secretFile(t *testing.T, value string) string {
+func secretFile(t testing.TB, value string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "secret")
 	if err := os.WriteFile(p, []byte(value+"\n"), 0o400); err != nil {

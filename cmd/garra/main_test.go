@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/garraia/garra/test/pgtest"
 )
 
 // garraBin is the binary built once for the child-process tests.
@@ -31,7 +33,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build garra:", err)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := pgtest.Main(m) // stops the PostgreSQL server tests started, if any
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }

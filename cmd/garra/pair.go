@@ -14,7 +14,6 @@ import (
 
 	"github.com/garraia/garra/internal/chat"
 	"github.com/garraia/garra/internal/chat/chatruntime"
-	"github.com/garraia/garra/internal/chat/sqlitestore"
 	"github.com/garraia/garra/internal/config"
 )
 
@@ -38,7 +37,7 @@ These commands work on <data_dir>/garra.db and may run while the gateway is up.`
 }
 
 // withStore loads the config, opens the store and runs fn.
-func (o *rootOptions) withStore(cmd *cobra.Command, fn func(context.Context, *config.Config, *sqlitestore.Store) error) error {
+func (o *rootOptions) withStore(cmd *cobra.Command, fn func(context.Context, *config.Config, chatruntime.Store) error) error {
 	cfg, _, err := o.loadConfig()
 	if err != nil {
 		return err
@@ -47,7 +46,7 @@ func (o *rootOptions) withStore(cmd *cobra.Command, fn func(context.Context, *co
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	s, err := chatruntime.OpenStore(ctx, cfg)
+	s, err := chatruntime.OpenStore(ctx, cfg, o.getenv)
 	if err != nil {
 		return err
 	}
@@ -84,7 +83,7 @@ func newPairListCommand(o *rootOptions) *cobra.Command {
 		Short: "Show the allowlist, the approved users and the pending pairings (never the codes)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.withStore(cmd, func(ctx context.Context, cfg *config.Config, s *sqlitestore.Store) error {
+			return o.withStore(cmd, func(ctx context.Context, cfg *config.Config, s chatruntime.Store) error {
 				pending, approved, err := s.Pairings(ctx, chat.ChannelTelegram)
 				if err != nil {
 					return err
@@ -154,7 +153,7 @@ func newPairApproveCommand(o *rootOptions) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.withStore(cmd, func(ctx context.Context, _ *config.Config, s *sqlitestore.Store) error {
+			return o.withStore(cmd, func(ctx context.Context, _ *config.Config, s chatruntime.Store) error {
 				u, err := s.Approve(ctx, args[0])
 				if errors.Is(err, chat.ErrNoPairing) {
 					return &exitError{code: 1, msg: "pair approve: " + err.Error()}
@@ -189,7 +188,7 @@ func newPairRevokeCommand(o *rootOptions) *cobra.Command {
 				return usageError("pair revoke: --channel: only telegram has pairing")
 			}
 			user := strings.TrimSpace(args[0])
-			return o.withStore(cmd, func(ctx context.Context, cfg *config.Config, s *sqlitestore.Store) error {
+			return o.withStore(cmd, func(ctx context.Context, cfg *config.Config, s chatruntime.Store) error {
 				err := s.Revoke(ctx, channel, user)
 				inConfig := slices.Contains(cfg.Channels.Telegram.Allowlist, user)
 				switch {

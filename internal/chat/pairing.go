@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"strings"
 	"time"
 )
@@ -51,4 +52,49 @@ func NormalizePairingCode(code string) string {
 func HashPairingCode(code string) string {
 	sum := sha256.Sum256([]byte("garra-pairing-v1:" + NormalizePairingCode(code)))
 	return hex.EncodeToString(sum[:])
+}
+
+// PairStatuses is what Store.Pairing reports from a store's pairings and
+// the config's allowlists: per channel, how many users may talk to the
+// assistant (the allowlist plus approved users, counted once) and who is
+// waiting for approval. Codes are never part of it. Telegram is always
+// reported.
+func PairStatuses(allow map[string][]string, pending []PendingPairing, approved []PairedUser) []PairStatus {
+	channels := []string{ChannelTelegram}
+	for ch := range allow {
+		channels = append(channels, ch)
+	}
+	for _, p := range pending {
+		channels = append(channels, p.Channel)
+	}
+	for _, u := range approved {
+		channels = append(channels, u.Channel)
+	}
+	slices.Sort(channels)
+	channels = slices.Compact(channels)
+	out := make([]PairStatus, 0, len(channels))
+	for _, ch := range channels {
+		admitted := map[string]bool{}
+		for _, id := range allow[ch] {
+			admitted[id] = true
+		}
+		for _, u := range approved {
+			if u.Channel == ch {
+				admitted[u.UserID] = true
+			}
+		}
+		st := PairStatus{Channel: ch, AllowlistSize: len(admitted)}
+		for _, p := range pending {
+			if p.Channel == ch {
+				st.PendingPairings++
+				name := p.DisplayName
+				if name == "" {
+					name = "user " + p.UserID
+				}
+				st.Pending = append(st.Pending, name)
+			}
+		}
+		out = append(out, st)
+	}
+	return out
 }

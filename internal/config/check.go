@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // OrchestratorTools is the closed set of tool names an orchestrator may list.
@@ -100,6 +101,19 @@ func (c *Config) CheckWith(getenv func(string) string, readFile func(string) (st
 	}
 	if g.DrainSeconds < MinDrainSeconds || g.DrainSeconds > MaxDrainSeconds {
 		add("gateway.drain_seconds", "%d is outside [%d, %d]", g.DrainSeconds, MinDrainSeconds, MaxDrainSeconds)
+	}
+	switch c.Store.Driver {
+	case StoreSQLite:
+		if c.Store.DSNEnv != "" || c.Store.DSNFile != "" {
+			add("store.driver", "sqlite ignores dsn_env and dsn_file: set driver: postgres, or remove them")
+		}
+	case StorePostgres:
+		if _, err := c.StoreDSN(getenv, readFile); err != nil {
+			field, msg, _ := strings.Cut(err.Error(), ": ")
+			add(field, "%s", msg)
+		}
+	default:
+		add("store.driver", "%q is not sqlite or postgres", c.Store.Driver)
 	}
 	if g.RateLimit.RequestsPerMinute < 1 {
 		add("gateway.rate_limit.requests_per_minute", "%d must be at least 1", g.RateLimit.RequestsPerMinute)

@@ -6,7 +6,7 @@ import (
 )
 
 func TestCheck(t *testing.T) {
-	env := map[string]string{"BADGOOD_MCP_KEY": "tok", "SBX": "s", "OPENROUTER_API_KEY": "k"}
+	env := map[string]string{"BADGOOD_MCP_KEY": "tok", "SBX": "s", "OPENROUTER_API_KEY": "k", "PG_DSN": "postgres://garra:pw@db/garra"}
 	tests := []struct {
 		name   string
 		yaml   string
@@ -46,6 +46,13 @@ func TestCheck(t *testing.T) {
 		{"orchestrator nome owner", "gateway: {mcp_http: {orchestrators: [{nome: owner, key_env: BADGOOD_MCP_KEY}]}}", []string{"gateway.mcp_http.orchestrators[owner].name"}},
 		{"deny_tools ok", "gateway: {mcp_http: {orchestrators: [{name: a, key_env: BADGOOD_MCP_KEY, tools: [status, ask], deny_tools: [ask, agent]}]}}", nil},
 		{"deny_tools unknown", "gateway: {mcp_http: {orchestrators: [{name: a, key_env: BADGOOD_MCP_KEY, deny_tools: [shell]}]}}", []string{"gateway.mcp_http.orchestrators[a].deny_tools"}},
+		{"store postgres by variable", "store: {driver: postgres, dsn_env: PG_DSN}", nil},
+		{"store postgres variable unset", "store: {driver: postgres, dsn_env: NO_SUCH_DSN}", []string{"store.dsn_env"}},
+		{"store postgres without a dsn", "store: {driver: postgres}", []string{"store.dsn_env"}},
+		{"store postgres with both", "store: {driver: postgres, dsn_env: PG_DSN, dsn_file: /x}", []string{"store.dsn_file"}},
+		{"store postgres file missing", "store: {driver: postgres, dsn_file: /nonexistent/garra-dsn}", []string{"store.dsn_file"}},
+		{"store bad driver", "store: {driver: mysql}", []string{"store.driver"}},
+		{"store sqlite with a dsn", "store: {dsn_env: PG_DSN}", []string{"store.driver"}},
 		{"duplicate orchestrators", "gateway: {mcp_http: {orchestrators: [{name: a, key_env: BADGOOD_MCP_KEY}, {name: a, key_env: BADGOOD_MCP_KEY}]}}", []string{"gateway.mcp_http.orchestrators[a].name"}},
 	}
 	for _, tt := range tests {

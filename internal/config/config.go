@@ -24,6 +24,16 @@ const (
 	EnvBraveAPIKey      = "BRAVE_API_KEY" //nolint:gosec // G101: the variable's name, not a key
 )
 
+// Variables the operator sets on gateway pods with a shared store: the
+// Lease that elects the Telegram poller, and the pod's own namespace and
+// name (the downward API). Without EnvPollerLease a shared store elects
+// through a PostgreSQL advisory lock.
+const (
+	EnvPollerLease  = "GARRA_POLLER_LEASE"
+	EnvPodNamespace = "GARRA_POD_NAMESPACE"
+	EnvPodName      = "GARRA_POD_NAME"
+)
+
 // Project defaults shared by every surface.
 const (
 	DefaultProvider = "openrouter"
@@ -46,6 +56,51 @@ type Config struct {
 	Gateway   Gateway   `json:"gateway"`
 	Channels  Channels  `json:"channels"`
 	Audit     Audit     `json:"audit"`
+	Store     Store     `json:"store"`
+}
+
+// Store chooses where the gateway keeps conversations, pairing, the
+// channel cursor and (with postgres) its budgets.
+type Store struct {
+	// Driver is sqlite (the default: <data_dir>/garra.db, one replica) or
+	// postgres (shared by every replica).
+	Driver string `json:"driver,omitempty"`
+	// DSNEnv names the variable holding the PostgreSQL DSN; DSNFile a
+	// file holding it (one of them, with driver postgres).
+	DSNEnv  string `json:"dsn_env,omitempty"`
+	DSNFile string `json:"dsn_file,omitempty"`
+}
+
+// Store drivers.
+const (
+	StoreSQLite   = "sqlite"
+	StorePostgres = "postgres"
+)
+
+// StoreDSN is the PostgreSQL DSN of store.dsn_env or store.dsn_file. The
+// error names the field and never holds the value.
+func (c *Config) StoreDSN(getenv func(string) string, readFile func(string) (string, error)) (string, error) {
+	s := c.Store
+	switch {
+	case s.DSNEnv != "" && s.DSNFile != "":
+		return "", errors.New("store.dsn_file: dsn_env is set too: set only one")
+	case s.DSNFile != "":
+		v, err := readFile(expandHome(s.DSNFile))
+		if err != nil {
+			return "", fmt.Errorf("store.dsn_file: %w", err)
+		}
+		return v, nil
+	case s.DSNEnv != "":
+		v := ""
+		if getenv != nil {
+			v = strings.TrimSpace(getenv(s.DSNEnv))
+		}
+		if v == "" {
+			return "", fmt.Errorf("store.dsn_env: %s is unset or empty", s.DSNEnv)
+		}
+		return v, nil
+	}
+	return "", errors.New("store.dsn_env: driver postgres needs dsn_env or dsn_file")
 }
 
 // Audit configures the JSONL audit file both MCP servers append to.
@@ -209,6 +264,9 @@ func Default() *Config {
 func (c *Config) applyDefaults() {
 	if c.DataDir == "" {
 		c.DataDir = "~/.garraia"
+	}
+	if c.Store.Driver == "" {
+		c.Store.Driver = StoreSQLite
 	}
 	if c.LLM.Provider == "" {
 		c.LLM.Provider = DefaultProvider

@@ -62,5 +62,8 @@ func (c *Config) SecretValues(getenv func(string) string) []string {
 		}
 	}
 	env(c.Channels.Telegram.BotTokenEnv)
+	// The store's DSN holds the database password.
+	env(c.Store.DSNEnv)
+	file(c.Store.DSNFile)
 	return out
 }

@@ -1,7 +1,9 @@
 package config
 
 import (
+	"os"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -42,5 +44,37 @@ channels:
 	}
 	if got := Default().SecretValues(func(string) string { return "" }); len(got) != 0 {
 		t.Fatalf("nothing set: %q", got)
+	}
+}
+
+func TestStoreDSNIsASecret(t *testing.T) {
+	file := t.TempDir() + "/dsn"
+	if err := os.WriteFile(file, []byte("postgres://garra:from-file-pw@db/garra\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"PG_DSN": "postgres://garra:from-env-pw@db/garra"}
+	getenv := func(k string) string { return env[k] }
+	for _, tc := range []struct{ store, want string }{
+		{"store: {driver: postgres, dsn_env: PG_DSN}", env["PG_DSN"]},
+		{"store: {driver: postgres, dsn_file: " + file + "}", "postgres://garra:from-file-pw@db/garra"},
+	} {
+		cfg, err := FromBytes([]byte(tc.store), getenv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dsn, err := cfg.StoreDSN(getenv, ReadSecretFile)
+		if err != nil || dsn != tc.want {
+			t.Fatalf("%s: dsn %q %v", tc.store, dsn, err)
+		}
+		if !slices.Contains(cfg.SecretValues(getenv), tc.want) {
+			t.Fatalf("%s: the DSN is not redacted", tc.store)
+		}
+	}
+	cfg, _ := FromBytes([]byte("store: {driver: postgres, dsn_env: EMPTY}"), getenv)
+	if _, err := cfg.StoreDSN(getenv, ReadSecretFile); err == nil || !strings.HasPrefix(err.Error(), "store.dsn_env: ") {
+		t.Fatalf("unset variable: %v", err)
+	}
+	if d := Default(); d.Store.Driver != StoreSQLite {
+		t.Fatalf("default driver %q", d.Store.Driver)
 	}
 }

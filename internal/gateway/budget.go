@@ -5,6 +5,29 @@ import (
 	"time"
 )
 
+// Counter is a budget as the gateway uses it: the in-memory Budget of one
+// process, or a budget shared by every replica (kept in PostgreSQL) when
+// several gateway processes must spend from one allowance. A refused take
+// costs nothing; SetLimit never refills what the window has spent.
+type Counter interface {
+	Take() bool
+	TakeN(n int) bool
+	Remaining() int
+	Limit() int
+	SetLimit(limit int)
+}
+
+// BudgetFactory makes the counter called name ("ask", "agent", "send",
+// "ip:<address>") of limit per window.
+type BudgetFactory func(name string, limit int, window time.Duration) Counter
+
+// memoryBudgets is the default factory: budgets in this process only.
+func memoryBudgets(now func() time.Time) BudgetFactory {
+	return func(_ string, limit int, window time.Duration) Counter { return NewBudget(limit, window, now) }
+}
+
+var _ Counter = (*Budget)(nil)
+
 // Budget is a sliding-window counter: at most Limit takes in any Window.
 // It is exact under concurrency (one mutex) and a refused take costs
 // nothing.

@@ -52,6 +52,10 @@ type Options struct {
 	// ReloadResync is how often Run re-reads the files even without a
 	// change event; 0 = filewatch.DefaultResync.
 	ReloadResync time.Duration
+	// Budgets makes the send, ask and agent budgets and the per-IP
+	// limits; nil = in this process's memory. A shared factory makes them
+	// hold across replicas.
+	Budgets BudgetFactory
 }
 
 // requestIDHeader carries the id of a call's HTTP request from the
@@ -69,9 +73,9 @@ type Gateway struct {
 	store       chat.Store
 	sender      chat.Sender
 	newProvider ask.NewProviderFunc
-	sendBudget  *Budget
-	askBudget   *Budget
-	agentBudget *Budget
+	sendBudget  Counter
+	askBudget   Counter
+	agentBudget Counter
 	limiter     *RateLimiter
 	metrics     *metrics
 	audit       *audit.Log
@@ -154,13 +158,19 @@ func New(o Options) (*Gateway, error) {
 	}
 	cfg := o.Config
 	m := cfg.Gateway.MCPHTTP
+	limiter := NewRateLimiter(max(1, cfg.Gateway.RateLimit.RequestsPerMinute), time.Minute, o.Now)
+	if o.Budgets == nil {
+		o.Budgets = memoryBudgets(o.Now)
+	} else {
+		limiter.newBudget, limiter.shared = o.Budgets, true
+	}
 	g := &Gateway{
 		getenv: o.Getenv, log: o.Logger, version: o.Version,
 		store: o.Store, sender: o.Sender, newProvider: o.NewProvider,
-		sendBudget:  NewBudget(SendBudgetPerMinute, time.Minute, o.Now),
-		askBudget:   NewBudget(m.AskBudgetPerMinute, time.Minute, o.Now),
-		agentBudget: NewBudget(m.AgentBudgetPerMinute, time.Minute, o.Now),
-		limiter:     NewRateLimiter(max(1, cfg.Gateway.RateLimit.RequestsPerMinute), time.Minute, o.Now),
+		sendBudget:  o.Budgets("send", SendBudgetPerMinute, time.Minute),
+		askBudget:   o.Budgets("ask", m.AskBudgetPerMinute, time.Minute),
+		agentBudget: o.Budgets("agent", m.AgentBudgetPerMinute, time.Minute),
+		limiter:     limiter,
 		audit:       o.Audit,
 		reqCtx:      mcpcancel.New(requestIDHeader),
 		now:         o.Now,
@@ -172,7 +182,7 @@ func New(o Options) (*Gateway, error) {
 	// The SDK logs every stateless POST at info (connect, disconnect):
 	// keep only its warnings.
 	g.sdkLog = slog.New(warnOnly{o.Logger.Handler()})
-	g.metrics = newMetrics(map[string]*Budget{"send": g.sendBudget, "ask": g.askBudget, "agent": g.agentBudget})
+	g.metrics = newMetrics(map[string]Counter{"send": g.sendBudget, "ask": g.askBudget, "agent": g.agentBudget})
 	hash := ""
 	if o.ConfigBytes != nil {
 		hash = configHash(o.ConfigBytes)

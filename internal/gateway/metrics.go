@@ -20,7 +20,7 @@ type metrics struct {
 	config   *prometheus.GaugeVec
 }
 
-func newMetrics(budgets map[string]*Budget) *metrics {
+func newMetrics(budgets map[string]Counter) *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{

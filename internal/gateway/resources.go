@@ -168,7 +168,7 @@ func (g *policy) policyFor(c Caller) policyView {
 	}
 	for _, b := range []struct {
 		name, tool string
-		budget     *Budget
+		budget     Counter
 	}{{"send", ToolSendMessage, g.sendBudget}, {"ask", ToolAsk, g.askBudget}, {"agent", ToolAgent, g.agentBudget}} {
 		if has(b.tool) {
 			p.Budgets[b.name] = budgetView{Remaining: b.budget.Remaining(), PerMinute: b.budget.Limit()}

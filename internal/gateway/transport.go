@@ -122,8 +122,13 @@ type RateLimiter struct {
 	limit   int
 	window  time.Duration
 	now     func() time.Time
-	budgets map[string]*Budget
+	budgets map[string]Counter
 	lastGC  time.Time
+	// newBudget makes a client's budget; nil = in memory. shared says
+	// the budgets keep no state in this process (it is in the shared
+	// store), so forgetting a client's handle loses nothing.
+	newBudget BudgetFactory
+	shared    bool
 }
 
 // NewRateLimiter allows limit requests per window from each client IP.
@@ -131,7 +136,7 @@ func NewRateLimiter(limit int, window time.Duration, now func() time.Time) *Rate
 	if now == nil {
 		now = time.Now
 	}
-	return &RateLimiter{limit: limit, window: window, now: now, budgets: map[string]*Budget{}}
+	return &RateLimiter{limit: limit, window: window, now: now, budgets: map[string]Counter{}}
 }
 
 // SetLimit changes the per-IP limit of every client, keeping what each
@@ -153,13 +158,17 @@ func (l *RateLimiter) AllowN(ip string, n int) bool {
 	l.mu.Lock()
 	b, ok := l.budgets[ip]
 	if !ok {
-		b = NewBudget(l.limit, l.window, l.now)
+		if l.newBudget != nil {
+			b = l.newBudget("ip:"+ip, l.limit, l.window)
+		} else {
+			b = NewBudget(l.limit, l.window, l.now)
+		}
 		l.budgets[ip] = b
 	}
 	if t := l.now(); t.Sub(l.lastGC) > l.window {
 		// Forget idle clients so the map cannot grow without bound.
 		for k, v := range l.budgets {
-			if k != ip && v.Remaining() == v.Limit() {
+			if k != ip && (l.shared || v.Remaining() == v.Limit()) {
 				delete(l.budgets, k)
 			}
 		}

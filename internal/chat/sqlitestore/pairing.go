@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/garraia/garra/internal/chat"
 )
@@ -192,50 +191,11 @@ WHERE (? = '' OR channel = ?) ORDER BY approved_at, user_id`, channel, channel)
 	return pending, approved, nil
 }
 
-// Pairing implements chat.Store: per channel, how many users may talk to
-// the assistant (the config allowlist plus approved users, counted once)
-// and who is waiting for approval. Codes are never part of it. Telegram is
-// always reported.
+// Pairing implements chat.Store (see chat.PairStatuses).
 func (s *Store) Pairing(ctx context.Context) ([]chat.PairStatus, error) {
 	pending, approved, err := s.Pairings(ctx, "")
 	if err != nil {
 		return nil, err
 	}
-	channels := []string{chat.ChannelTelegram}
-	for ch := range s.allow {
-		channels = append(channels, ch)
-	}
-	for _, p := range pending {
-		channels = append(channels, p.Channel)
-	}
-	for _, u := range approved {
-		channels = append(channels, u.Channel)
-	}
-	slices.Sort(channels)
-	channels = slices.Compact(channels)
-	out := make([]chat.PairStatus, 0, len(channels))
-	for _, ch := range channels {
-		admitted := map[string]bool{}
-		for _, id := range s.allow[ch] {
-			admitted[id] = true
-		}
-		for _, u := range approved {
-			if u.Channel == ch {
-				admitted[u.UserID] = true
-			}
-		}
-		st := chat.PairStatus{Channel: ch, AllowlistSize: len(admitted)}
-		for _, p := range pending {
-			if p.Channel == ch {
-				st.PendingPairings++
-				name := p.DisplayName
-				if name == "" {
-					name = "user " + p.UserID
-				}
-				st.Pending = append(st.Pending, name)
-			}
-		}
-		out = append(out, st)
-	}
-	return out, nil
+	return chat.PairStatuses(s.allow, pending, approved), nil
 }

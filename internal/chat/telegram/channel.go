@@ -29,6 +29,7 @@ import (
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/chat"
 	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/leader"
 )
 
 // Defaults of Options.
@@ -77,6 +78,11 @@ type Options struct {
 	// PairingTTL is how long a pairing code lives (0 = chat.PairingTTL).
 	PairingTTL time.Duration
 	Now        func() time.Time
+	// Elector decides which replica long-polls: Telegram serves one
+	// getUpdates per bot, so with several gateway replicas only the
+	// leader polls (every replica can still send). nil = this process
+	// polls (one replica).
+	Elector leader.Elector
 }
 
 // Channel is a Telegram channel. It implements chat.Sender.
@@ -144,6 +150,9 @@ func New(o Options) (*Channel, error) {
 	if o.PairingTTL <= 0 {
 		o.PairingTTL = chat.PairingTTL
 	}
+	if o.Elector == nil {
+		o.Elector = leader.Always{}
+	}
 	hc := o.HTTPClient
 	if hc == nil {
 		hc = &http.Client{}
@@ -204,7 +213,7 @@ func (c *Channel) Run(ctx context.Context) error {
 			c.mu.Unlock()
 			c.online.Store(true)
 			c.log.Info("telegram channel online", "bot", "@"+bot.Self.UserName)
-			c.poll(ctx, bot)
+			c.o.Elector.Lead(ctx, func(lctx context.Context) { c.poll(lctx, bot) })
 			return nil
 		}
 		c.online.Store(false)

@@ -112,6 +112,7 @@ type Server struct {
 	arrived   chan struct{} // closed and replaced when an update is queued
 	pollGen   int
 	terminate map[int]chan struct{}
+	conflicts int
 	closed    bool
 	closing   chan struct{}
 }
@@ -298,6 +299,14 @@ func (s *Server) WaitSent(t testing.TB, n int, timeout time.Duration) []Sent {
 	}
 }
 
+// Conflicts is how many getUpdates were ended by a newer one (409): two
+// instances polling the same bot at once.
+func (s *Server) Conflicts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conflicts
+}
+
 // Polls returns every getUpdates request received, in order.
 func (s *Server) Polls() []Poll {
 	s.mu.Lock()
@@ -409,6 +418,9 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, p map[string
 			writeOK(w, []Update{})
 			return
 		case <-term:
+			s.mu.Lock()
+			s.conflicts++
+			s.mu.Unlock()
 			writeErr(w, http.StatusConflict, "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running")
 			return
 		case <-r.Context().Done():
