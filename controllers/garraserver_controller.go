@@ -120,7 +120,8 @@ func (r *GarraServerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !gs.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
+		// Namespaced children cascade; the cluster-scoped binding does not.
+		return ctrl.Result{}, r.releaseTokenReview(ctx, gs)
 	}
 
 	s := &reconcileState{gs: gs, values: map[string][]byte{}}
@@ -132,6 +133,7 @@ func (r *GarraServerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		{"rotate tokens", r.rotateTokens},
 		{"generate secrets", r.ensureSecrets},
 		{"read secrets", r.readSecrets},
+		{"apply identity", r.applyIdentity},
 		{"apply gateway", r.applyGateway},
 		{"apply orchestrators", r.applyOrchestrators},
 		{"remove orchestrators", r.removeStale},

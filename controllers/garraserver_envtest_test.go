@@ -137,7 +137,7 @@ func tableObjects(orchs ...string) map[string][]string {
 		"PersistentVolumeClaim": {"team-a-gateway-data"},
 		"Deployment":            {"team-a-gateway"},
 		"Service":               {"team-a-gateway"},
-		"ServiceAccount":        nil,
+		"ServiceAccount":        {"team-a-gateway"},
 		"NetworkPolicy":         nil,
 	}
 	for _, o := range orchs {
@@ -951,7 +951,7 @@ var _ = Describe("GarraServer", func() {
 		gs := &garrav1alpha1.GarraServer{}
 		must(yaml.UnmarshalStrict(data, gs))
 		gs.Namespace = ns
-		Expect(gs.Spec.Orchestrators).To(HaveLen(2))
+		Expect(gs.Spec.Orchestrators).To(HaveLen(3))
 		Expect(k8sClient.Create(ctx, gs, client.DryRunAll)).To(Succeed())
 	})
 
@@ -1062,6 +1062,25 @@ var _ = Describe("GarraServer", func() {
 			"spec.orchestrators[0].sandbox.egress", "Unsupported value"),
 		Entry("a name that cannot prefix a Service", func(gs *garrav1alpha1.GarraServer) { gs.Name = "team.a" },
 			"metadata.name", "DNS-1035 label"),
+		Entry("auth with two modes", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Orchestrators[0].Auth = &garrav1alpha1.OrchestratorAuth{Token: &garrav1alpha1.TokenAuth{},
+				ServiceAccount: &garrav1alpha1.ServiceAccountAuth{Name: "bot"}}
+		}, "spec.orchestrators[0].auth", "exactly one of token, serviceAccount, oidc"),
+		Entry("auth with no mode", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Orchestrators[0].Auth = &garrav1alpha1.OrchestratorAuth{} },
+			"spec.orchestrators[0].auth", "exactly one of token, serviceAccount, oidc"),
+		Entry("an OIDC issuer that is not https", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Orchestrators[0].Auth = &garrav1alpha1.OrchestratorAuth{OIDC: &garrav1alpha1.OIDCAuth{Issuer: "http://idp.example.com", Audience: "a", Subject: "s"}}
+		}, "spec.orchestrators[0].auth.oidc.issuer", "issuer must be an https URL"),
+		Entry("an OIDC entry with neither subject nor claims", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Orchestrators[0].Auth = &garrav1alpha1.OrchestratorAuth{OIDC: &garrav1alpha1.OIDCAuth{Issuer: "https://idp.example.com", Audience: "a"}}
+		}, "spec.orchestrators[0].auth.oidc", "oidc needs subject or claims"),
+		Entry("an OIDC entry with an empty audience", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Orchestrators[0].Auth = &garrav1alpha1.OrchestratorAuth{OIDC: &garrav1alpha1.OIDCAuth{Issuer: "https://idp.example.com", Subject: "s"}}
+		}, "spec.orchestrators[0].auth.oidc.audience", "at least 1"),
+		Entry("tokenSecretRef beside another mode", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Orchestrators[0].TokenSecretRef = &garrav1alpha1.SecretKeySelector{Name: "t", Key: "k"}
+			gs.Spec.Orchestrators[0].Auth = &garrav1alpha1.OrchestratorAuth{ServiceAccount: &garrav1alpha1.ServiceAccountAuth{Name: "bot"}}
+		}, "spec.orchestrators[0]", "tokenSecretRef is the token mode's"),
 		Entry("names too long together", func(gs *garrav1alpha1.GarraServer) {
 			gs.Name = strings.Repeat("t", 20)
 			gs.Spec.Orchestrators[0].Name = strings.Repeat("o", 35)

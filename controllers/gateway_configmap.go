@@ -55,6 +55,9 @@ func RenderConfig(gs *garrav1alpha1.GarraServer) *config.Config {
 	if sharedStore(gs) {
 		c.Store = config.Store{Driver: config.StorePostgres, DSNEnv: EnvStoreDSN}
 	}
+	if needsTokenReview(gs) || g.Audience != "" {
+		c.Gateway.Auth.Audience = Audience(gs)
+	}
 	if ws := g.WebSearch; ws != nil {
 		// The key arrives as BRAVE_API_KEY (gatewayEnvRefs); only the
 		// endpoint is in the file.
@@ -69,9 +72,14 @@ func RenderConfig(gs *garrav1alpha1.GarraServer) *config.Config {
 		for _, t := range o.DenyTools {
 			deny = append(deny, string(t))
 		}
+		keyFile := ""
+		if usesToken(o) {
+			keyFile = OrchTokenFile(o.Name)
+		}
 		c.Gateway.MCPHTTP.Orchestrators = append(c.Gateway.MCPHTTP.Orchestrators, config.Orchestrator{
 			Name:      o.Name,
-			KeyFile:   OrchTokenFile(o.Name),
+			KeyFile:   keyFile,
+			Auth:      renderAuth(gs, o),
 			Tools:     tools,
 			DenyTools: deny,
 			Chats:     o.Chats,
@@ -122,7 +130,10 @@ func gatewayPodEnv(gs *garrav1alpha1.GarraServer) []string {
 func gatewayPodFiles(gs *garrav1alpha1.GarraServer) []string {
 	files := []string{APIKeyFile()}
 	for _, o := range gs.Spec.Orchestrators {
-		files = append(files, OrchTokenFile(o.Name), SandboxTokenFile(o.Name))
+		if usesToken(o) {
+			files = append(files, OrchTokenFile(o.Name))
+		}
+		files = append(files, SandboxTokenFile(o.Name))
 	}
 	return files
 }
@@ -140,7 +151,8 @@ func configWarnings(configYAML string, podEnv, podFiles []string) ([]config.Prob
 	if err := yaml.UnmarshalStrict([]byte(configYAML), cfg); err != nil {
 		return nil, fmt.Errorf("parse rendered config: %w", err)
 	}
-	set := map[string]bool{}
+	// The kubelet sets it in every pod: the gateway is in the cluster.
+	set := map[string]bool{"KUBERNETES_SERVICE_HOST": true}
 	for _, e := range podEnv {
 		set[e] = true
 	}

@@ -54,8 +54,11 @@ func gatewayDeployment(gs *garrav1alpha1.GarraServer, image, hash string) *appsv
 		container.WithResources(res)
 	}
 
+	// The API credential is mounted only for TokenReviews here; replicas on
+	// a shared store also get it for the poller Lease (sharedGatewayDeployment).
 	pod := corev1ac.PodSpec().
-		WithAutomountServiceAccountToken(false).
+		WithServiceAccountName(gatewayName(gs)).
+		WithAutomountServiceAccountToken(needsTokenReview(gs)).
 		WithEnableServiceLinks(false).
 		WithSecurityContext(restrictedPodSecurity()).
 		WithContainers(container).

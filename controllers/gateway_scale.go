@@ -76,14 +76,6 @@ func sharedGatewayDeployment(gs *garrav1alpha1.GarraServer, dep *appsv1ac.Deploy
 	}
 }
 
-// gatewayServiceAccount is NAME-gateway, only with a shared store: the
-// replicas' identity for the poller Lease.
-func gatewayServiceAccount(gs *garrav1alpha1.GarraServer) *corev1ac.ServiceAccountApplyConfiguration {
-	return corev1ac.ServiceAccount(gatewayName(gs), gs.Namespace).
-		WithLabels(labels(gs, ComponentGateway, "")).
-		WithOwnerReferences(ownerRefs(gs)...)
-}
-
 // pollerRole lets the gateway read and renew its one Lease. Kubernetes
 // cannot restrict create to a name (the object does not exist yet), so
 // create is granted on leases of the namespace, and get and update only

@@ -143,14 +143,19 @@ func tokensSecretData(gs *garrav1alpha1.GarraServer, live *corev1.Secret, values
 	ann := map[string]string{}
 	until := map[string]time.Time{}
 	for _, o := range gs.Spec.Orchestrators {
-		for _, k := range []struct {
+		keys := []struct {
 			key     string
 			ref     secretRef
 			sandbox bool
 		}{
 			{o.Name, orchTokenRef(gs, o), false},
 			{o.Name + SandboxKeySuffix, sandboxTokenRef(gs, o.Name), true},
-		} {
+		}
+		if !usesToken(o) {
+			// No bearer of its own: only the gateway's sandbox token.
+			keys = keys[1:]
+		}
+		for _, k := range keys {
 			var cur tokenSet
 			if live != nil {
 				cur = parseTokenSet(live.Data[k.key], k.sandbox, live.Annotations[AnnotationRotationPrefix+k.key])

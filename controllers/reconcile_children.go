@@ -59,12 +59,9 @@ func (r *GarraServerReconciler) applyGateway(ctx context.Context, s *reconcileSt
 }
 
 // applySharedGateway applies what replicas on a shared store need besides
-// the Deployment: their ServiceAccount, the Role and RoleBinding of the
-// poller Lease, and the PodDisruptionBudget.
+// the Deployment and their ServiceAccount (applyIdentity's): the Role and
+// RoleBinding of the poller Lease, and the PodDisruptionBudget.
 func (r *GarraServerReconciler) applySharedGateway(ctx context.Context, gs *garrav1alpha1.GarraServer) error {
-	if _, err := applyIfChanged(ctx, r.Client, gatewayServiceAccount(gs), &corev1.ServiceAccount{}, corev1ac.ExtractServiceAccount); err != nil {
-		return err
-	}
 	if _, err := applyIfChanged(ctx, r.Client, pollerRole(gs), &rbacv1.Role{}, rbacv1ac.ExtractRole); err != nil {
 		return err
 	}

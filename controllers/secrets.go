@@ -127,7 +127,10 @@ func gatewayPodRefs(gs *garrav1alpha1.GarraServer) []secretRef {
 func gatewaySecretRefs(gs *garrav1alpha1.GarraServer) []secretRef {
 	refs := gatewayPodRefs(gs)
 	for _, o := range gs.Spec.Orchestrators {
-		refs = append(refs, orchTokenRef(gs, o), sandboxTokenRef(gs, o.Name))
+		if usesToken(o) {
+			refs = append(refs, orchTokenRef(gs, o))
+		}
+		refs = append(refs, sandboxTokenRef(gs, o.Name))
 	}
 	return refs
 }

@@ -44,6 +44,8 @@ func CacheOptions() cache.Options {
 			&corev1.PersistentVolumeClaim{}: {Label: ours},
 			&networkingv1.NetworkPolicy{}:   {Label: ours},
 			&corev1.Secret{}:                {Transform: cache.TransformStripManagedFields()},
+			&rbacv1.ClusterRole{}:           {Label: ours},
+			&rbacv1.ClusterRoleBinding{}:    {Label: ours},
 		},
 	}
 }

@@ -51,10 +51,14 @@ func computeStatus(gs *garrav1alpha1.GarraServer, w observed) garrav1alpha1.Garr
 		if !ok {
 			notReady = append(notReady, o.Name)
 		}
+		tokenSecret := "" // the ServiceAccount and OIDC modes hold no token
+		if usesToken(o) {
+			tokenSecret = orchTokenRef(gs, o).Secret
+		}
 		st.Orchestrators = append(st.Orchestrators, garrav1alpha1.OrchestratorStatus{
 			Name:            o.Name,
 			Ready:           ok,
-			TokenSecret:     orchTokenRef(gs, o).Secret,
+			TokenSecret:     tokenSecret,
 			WorkspaceClaim:  workspaceName(gs, o.Name),
 			SandboxEndpoint: SandboxURL(gs, o.Name),
 			TokenRotation:   rotationStatus(w.rotations, o.Name),

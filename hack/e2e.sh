@@ -161,7 +161,8 @@ t0=$SECONDS
 rc=0
 case "$mode" in
 test)
-	(cd test/e2e && go test -tags e2e -count=1 -timeout 45m -v . -ginkgo.v -ginkgo.no-color) || rc=$?
+	# E2E_FOCUS runs only the specs whose text matches (a Ginkgo focus).
+	(cd test/e2e && go test -tags e2e -count=1 -timeout 45m -v . -ginkgo.v -ginkgo.no-color ${E2E_FOCUS:+"-ginkgo.focus=$E2E_FOCUS"}) || rc=$?
 	timing "suite (go test -tags e2e ./test/e2e)" $((SECONDS - t0))
 	;;
 bench)

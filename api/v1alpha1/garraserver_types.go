@@ -265,6 +265,14 @@ type GatewaySpec struct {
 	// +optional
 	DrainSeconds int32 `json:"drainSeconds,omitempty"`
 
+	// Audience is the audience the orchestrators' projected
+	// ServiceAccount tokens must be issued for (auth.serviceAccount), and
+	// the resource the gateway names in its OAuth protected resource
+	// metadata. Empty = status.endpoint.
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Audience string `json:"audience,omitempty"`
+
 	// TokenRotationGracePeriod is how long a replaced orchestrator or
 	// sandbox token stays valid next to its successor (a rotation, or a
 	// bring-your-own token Secret whose value changed), so callers can
@@ -380,6 +388,7 @@ const (
 )
 
 // OrchestratorSpec is one external caller of the gateway with its sandbox.
+// +kubebuilder:validation:XValidation:rule="!has(self.tokenSecretRef) || !has(self.auth) || has(self.auth.token)",message="tokenSecretRef is the token mode's: remove it, or use auth.token"
 type OrchestratorSpec struct {
 	// Name identifies the orchestrator: a DNS label of at most 40 characters.
 	// "owner" is reserved: the gateway gives that name to the holder of its
@@ -415,9 +424,16 @@ type OrchestratorSpec struct {
 
 	// TokenSecretRef names an existing Secret key with this orchestrator's
 	// bearer token (bring your own). When absent the token is key token of
-	// the generated Secret NAME-orch-O.
+	// the generated Secret NAME-orch-O. Only for the token mode.
 	// +optional
 	TokenSecretRef *SecretKeySelector `json:"tokenSecretRef,omitempty"`
+
+	// Auth is how the orchestrator proves who it is to the gateway:
+	// token (the default: a static bearer token), serviceAccount (its
+	// pod's projected ServiceAccount token, reviewed by the API server) or
+	// oidc (a JWT from an OIDC issuer). Exactly one.
+	// +optional
+	Auth *OrchestratorAuth `json:"auth,omitempty"`
 
 	// Workspace is the orchestrator's own volume, mounted at /workspace in
 	// its sandbox and nowhere else.
@@ -429,6 +445,67 @@ type OrchestratorSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	Sandbox SandboxSpec `json:"sandbox,omitempty"`
+}
+
+// OrchestratorAuth chooses one authentication mode.
+// +kubebuilder:validation:XValidation:rule="[has(self.token), has(self.serviceAccount), has(self.oidc)].filter(x, x).size() == 1",message="auth sets exactly one of token, serviceAccount, oidc"
+type OrchestratorAuth struct {
+	// Token is the static bearer token (tokenSecretRef, or generated in
+	// NAME-orch-O key token). Same as leaving auth out.
+	// +optional
+	Token *TokenAuth `json:"token,omitempty"`
+	// ServiceAccount admits the projected tokens of one ServiceAccount,
+	// issued for the gateway's audience (spec.gateway.audience, default
+	// status.endpoint). No token Secret is generated for the caller.
+	// +optional
+	ServiceAccount *ServiceAccountAuth `json:"serviceAccount,omitempty"`
+	// OIDC admits JWTs from an OIDC issuer.
+	// +optional
+	OIDC *OIDCAuth `json:"oidc,omitempty"`
+}
+
+// TokenAuth is the static token mode; it has no settings.
+type TokenAuth struct{}
+
+// ServiceAccountAuth names the ServiceAccount whose tokens prove the
+// orchestrator: the reviewed user must be exactly
+// system:serviceaccount:NAMESPACE:NAME.
+type ServiceAccountAuth struct {
+	// Namespace of the ServiceAccount; empty = the GarraServer's.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the ServiceAccount.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+}
+
+// OIDCAuth admits JWTs of Issuer for Audience that match Subject and
+// Claims. The gateway fetches the issuer's discovery document and keys.
+// +kubebuilder:validation:XValidation:rule="has(self.subject) || (has(self.claims) && size(self.claims) > 0)",message="oidc needs subject or claims: without either, every token the issuer mints for the audience would be this orchestrator"
+type OIDCAuth struct {
+	// Issuer is the issuer URL (https; discovery is at
+	// ISSUER/.well-known/openid-configuration).
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() == 'https'",message="issuer must be an https URL"
+	Issuer string `json:"issuer"`
+	// Audience is the aud value the issuer puts in the orchestrator's tokens.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Audience string `json:"audience"`
+	// Subject, when set, must equal the token's sub.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Subject string `json:"subject,omitempty"`
+	// Claims must each be in the token: a string claim equal to the
+	// value, or a list claim (groups, roles) containing it.
+	// +kubebuilder:validation:MaxProperties=16
+	// +optional
+	Claims map[string]string `json:"claims,omitempty"`
 }
 
 // WorkspaceSpec is an orchestrator's workspace claim NAME-ws-O.

@@ -25,7 +25,8 @@ otherwise.`,
 			if err != nil {
 				return err
 			}
-			errs, warns, err := printProblems(cmd.OutOrStdout(), cfg.Check(o.getenv))
+			problems := append(cfg.Check(o.getenv), apiServerProblems(cfg, o.getenv)...)
+			errs, warns, err := printProblems(cmd.OutOrStdout(), problems)
 			if err != nil {
 				return err
 			}

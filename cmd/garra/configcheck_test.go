@@ -1,6 +1,8 @@
 package main
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,5 +50,47 @@ func TestConfigCheckWarnings(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "warning: llm.model:") || !strings.HasPrefix(out, "llm.api_key_env: OPENROUTER_API_KEY is not set") ||
 		!strings.Contains(errOut, "1 problem(s) and 1 warning(s) in") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr: %s", code, out, errOut)
+	}
+}
+
+// A serviceAccount orchestrator whose API server is not there is named by
+// its field; one that answers is fine.
+func TestConfigCheckProbesTheAPIServer(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig := func(server string) string {
+		p := filepath.Join(dir, "kc-"+strings.NewReplacer(":", "", "/", "").Replace(server))
+		body := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: '" + server + "'}}]\n" +
+			"users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n"
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/version" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write([]byte(`{"major":"1","minor":"37","gitVersion":"v1.37.2"}`))
+	}))
+	defer api.Close()
+	dead := httptest.NewServer(nil)
+	dead.Close()
+	cfg := func(kc string) string {
+		p := filepath.Join(dir, "c-"+filepath.Base(kc)+".yml")
+		body := "llm: {provider: ollama, model: llama3.2}\ngateway:\n  auth: {audience: 'http://gw.agents.svc:3888/mcp', kubeconfig: '" + kc + "'}\n" +
+			"  mcp_http:\n    orchestrators:\n      - {name: robot, auth: {service_account: {namespace: agents, name: robot}}}\n"
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	out, _, code := run(t, testEnv(t), "config", "check", "--config", cfg(kubeconfig(api.URL)))
+	if code != 0 {
+		t.Fatalf("reachable API server: exit %d\n%s", code, out)
+	}
+	out, _, code = run(t, testEnv(t), "config", "check", "--config", cfg(kubeconfig(dead.URL)))
+	if code != 1 || !strings.HasPrefix(out, "gateway.mcp_http.orchestrators[robot].auth.service_account: the API server at "+dead.URL+" is not reachable") {
+		t.Fatalf("unreachable API server: exit %d\n%s", code, out)
 	}
 }

@@ -81,6 +81,14 @@ type Record struct {
 	// KindOnly writes a failure as its kind alone: no provider, model or
 	// latency_ms (a failed garra_ask over HTTP).
 	KindOnly bool
+	// Auth is how the caller proved who it is (token, serviceAccount,
+	// oidc), or "".
+	Auth string
+	// Identity is what it proved: a ServiceAccount's user name as given,
+	// or, when IdentityPersonal (an OIDC subject, which may name a
+	// person), only its pseudonym.
+	Identity         string
+	IdentityPersonal bool
 }
 
 // line is the wire form of a Record, in the documented field order.
@@ -88,6 +96,8 @@ type line struct {
 	Timestamp string     `json:"timestamp"`
 	Surface   string     `json:"surface"`
 	Caller    string     `json:"caller"`
+	Auth      string     `json:"auth,omitempty"`
+	Identity  string     `json:"identity,omitempty"`
 	Tool      string     `json:"tool,omitempty"`
 	Resource  string     `json:"resource,omitempty"`
 	Target    string     `json:"target,omitempty"`
@@ -208,6 +218,10 @@ func (l *Log) write(r Record) error {
 	}
 	if r.Target != "" {
 		ln.Target = pseudonym(l.key, r.Target)
+	}
+	ln.Auth, ln.Identity = r.Auth, r.Identity
+	if r.IdentityPersonal && r.Identity != "" {
+		ln.Identity = pseudonym(l.key, r.Identity)
 	}
 	if r.Kind != "" {
 		ln.Error = &lineError{Kind: r.Kind}

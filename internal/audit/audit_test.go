@@ -317,3 +317,30 @@ func TestKeyCreationRaceHasOneWinner(t *testing.T) {
 		t.Fatalf("%d lines", n)
 	}
 }
+
+// The identity a caller proved is written as given for a ServiceAccount
+// and only as its pseudonym for an OIDC subject.
+func TestIdentityFields(t *testing.T) {
+	at := time.Date(2026, 5, 11, 12, 0, 0, 0, time.UTC)
+	l, _ := newLog(t, Options{})
+	l.Record(Record{Time: at, Surface: SurfaceHTTP, Caller: "n8n", Tool: "garra_status", Outcome: OutcomeOK,
+		Auth: "serviceAccount", Identity: "system:serviceaccount:agents:n8n"})
+	l.Record(Record{Time: at, Surface: SurfaceHTTP, Caller: "bot", Tool: "garra_status", Outcome: OutcomeOK,
+		Auth: "oidc", Identity: "https://idp.example.com#alice@example.com", IdentityPersonal: true})
+	raw, err := os.ReadFile(l.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
+	p := l.Pseudonym("https://idp.example.com#alice@example.com")
+	want := []string{
+		`{"timestamp":"2026-05-11T12:00:00Z","surface":"http","caller":"n8n","auth":"serviceAccount","identity":"system:serviceaccount:agents:n8n","tool":"garra_status","outcome":"ok","latency_ms":0}`,
+		`{"timestamp":"2026-05-11T12:00:00Z","surface":"http","caller":"bot","auth":"oidc","identity":"` + p + `","tool":"garra_status","outcome":"ok","latency_ms":0}`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if len(p) != 16 || strings.Contains(string(raw), "alice") {
+		t.Fatalf("subject not pseudonymized: %s", raw)
+	}
+}

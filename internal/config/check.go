@@ -143,6 +143,8 @@ func (c *Config) CheckWith(getenv func(string) string, readFile func(string) (st
 		seen[o.Name] = true
 		ps = append(ps, orchestratorPolicyProblems(field, o)...)
 		switch {
+		case o.AuthMode() != AuthToken:
+			// checkAuth: these modes hold no token.
 		case o.KeyEnv != "" && o.KeyFile != "":
 			add(field+".key_file", "key_env is set too: set only one")
 		case o.KeyFile != "":
@@ -180,5 +182,6 @@ func (c *Config) CheckWith(getenv func(string) string, readFile func(string) (st
 			}
 		}
 	}
+	ps = append(ps, c.checkAuth(getenv, readFile)...)
 	return ps
 }

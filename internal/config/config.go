@@ -185,6 +185,9 @@ type Gateway struct {
 	// DrainSeconds is how long a stopping gateway lets the calls in
 	// flight finish before it cuts them; 0 means DefaultDrainSeconds.
 	DrainSeconds int `json:"drain_seconds,omitempty"`
+	// Auth configures how orchestrators that do not hold a static token
+	// prove who they are.
+	Auth GatewayAuth `json:"auth,omitzero"`
 }
 
 // Bounds and default of gateway.drain_seconds. The pod's termination
@@ -230,6 +233,9 @@ type Orchestrator struct {
 	DenyTools []string             `json:"deny_tools,omitempty"`
 	Chats     []string             `json:"chats,omitempty"`
 	Sandbox   *OrchestratorSandbox `json:"sandbox,omitempty"`
+	// Auth chooses how the orchestrator authenticates; absent = its
+	// static token (key_env / key_file).
+	Auth *OrchestratorAuth `json:"auth,omitempty"`
 }
 
 // OrchestratorSandbox points at the orchestrator's own `garra sandbox` pod.

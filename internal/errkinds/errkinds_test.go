@@ -122,7 +122,7 @@ func checkKinds(consts map[string]string, table []Kind) []string {
 
 // packages whose Kind* constants are error.kind labels.
 var kindPackages = map[string]string{
-	"ask": "../ask", "agent": "../agent", "gateway": "../gateway", "mcpstdio": "../mcpstdio",
+	"ask": "../ask", "agent": "../agent", "authn": "../authn", "gateway": "../gateway", "mcpstdio": "../mcpstdio",
 }
 
 func TestEveryKindConstHasARow(t *testing.T) {

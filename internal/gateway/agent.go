@@ -151,8 +151,7 @@ func (refusedBash) Run(context.Context, string, string) (string, int, error) {
 // only place one is created: a workspace missing (or replaced) later is
 // not recreated by a call, which fails closed instead.
 func (g *policy) materializeWorkspaces() {
-	for _, cr := range g.creds {
-		c := cr.caller
+	for _, c := range g.callers.byName {
 		if c.Owner || (c.Sandbox != nil && c.Sandbox.URL != "") || !slices.Contains(Visible(c, g.switches), ToolAgent) {
 			continue
 		}

@@ -2,31 +2,47 @@ package gateway
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"log/slog"
+	"strings"
+	"time"
 
+	"github.com/garraia/garra/internal/authn"
 	"github.com/garraia/garra/internal/config"
 )
 
-// credential is one bearer token and who holds it. Tokens are kept as
-// SHA-256 digests so that every comparison has the same length and runs in
-// constant time.
-type credential struct {
-	digest [sha256.Size]byte
-	caller Caller
+// callers are a policy's authenticated identities: the authenticator that
+// resolves a bearer token to a name, and what each name may do.
+type callers struct {
+	auth   authn.Authenticator
+	byName map[string]Caller
+	// issuers are the OIDC issuers the protected resource metadata lists.
+	issuers []string
 }
 
-// callersFrom builds the credentials: the owner's key, then one per
-// token of each orchestrator whose token is available (the variable
-// key_env names, or each line of the file key_file names). An orchestrator without one (variable unset or
-// empty, file unreadable or empty, or both keys set) is disabled with one
-// warning: an empty token must never authenticate anyone.
-func callersFrom(cfg *config.Config, getenv func(string) string, log *slog.Logger) []credential {
-	var creds []credential
+// callerDeps are what the non-token modes need from outside the config.
+type callerDeps struct {
+	// reviewer sends TokenReviews (nil: serviceAccount entries are
+	// disabled).
+	reviewer authn.Reviewer
+	onReview func(result string)
+}
+
+// callersFrom builds the callers: the owner's key, then each orchestrator
+// in its mode. An orchestrator whose mode cannot work (a token variable
+// unset or empty, a file unreadable, no API server for its ServiceAccount,
+// an OIDC entry that would match too much, an identity another entry
+// already claims) is disabled with one warning: it must fail closed, never
+// authenticate anyone by accident.
+func callersFrom(cfg *config.Config, getenv func(string) string, log *slog.Logger, deps callerDeps) *callers {
+	cs := &callers{byName: map[string]Caller{}}
+	static := &authn.Static{}
 	if cfg.Gateway.APIKey != "" {
-		creds = append(creds, credential{sha256.Sum256([]byte(cfg.Gateway.APIKey)), Caller{Name: OwnerName, Owner: true}})
+		static.Add(OwnerName, cfg.Gateway.APIKey)
+		cs.byName[OwnerName] = Caller{Name: OwnerName, Owner: true, Auth: authn.ModeToken}
 	}
+	var sas []authn.ServiceAccountEntry
+	var oidcs []authn.OIDCEntry
+	claimed := map[string]string{}
 	for _, o := range cfg.Gateway.MCPHTTP.Orchestrators {
 		if config.OrchestratorNameReserved(o.Name) {
 			// It would read as the owner in every log and audit line.
@@ -34,44 +50,120 @@ func callersFrom(cfg *config.Config, getenv func(string) string, log *slog.Logge
 				"fix", "rename it; `garra config check` lists the reserved names")
 			continue
 		}
-		tokens, err := o.Tokens(getenv)
-		if err != nil {
-			log.Warn("orchestrator disabled: no token", "orchestrator", o.Name, "error", err.Error(),
-				"fix", "set the variable key_env names in the gateway's environment, or key_file to a readable file holding the token")
-			continue
+		disabled := func(why, fix string, attrs ...any) {
+			log.Warn("orchestrator disabled: "+why, append(append([]any{"orchestrator", o.Name}, attrs...), "auth", o.AuthMode(), "fix", fix)...)
 		}
-		c := Caller{Name: o.Name, Chats: o.Chats, Sandbox: o.Sandbox}
-		for _, g := range o.Tools {
-			if t, ok := toolByGrant[g]; ok {
-				c.Grants = append(c.Grants, t)
+		if key := o.IdentityKey(); key != "" {
+			if prev, ok := claimed[key]; ok {
+				disabled("orchestrator "+prev+" claims the same identity", "give each orchestrator its own ServiceAccount or OIDC subject; `garra config check` names both")
+				continue
+			}
+			claimed[key] = o.Name
+		}
+		switch o.AuthMode() {
+		case config.AuthServiceAccount:
+			sa := o.Auth.ServiceAccount
+			switch {
+			case deps.reviewer == nil:
+				disabled("no API server to review its ServiceAccount tokens", "run the gateway in the cluster, or set gateway.auth.kubeconfig")
+				continue
+			case cfg.Gateway.Auth.Audience == "":
+				disabled("gateway.auth.audience is empty", "set gateway.auth.audience to the audience its projected token is issued for")
+				continue
+			case sa.Namespace == "" || sa.Name == "":
+				disabled("its service_account names no namespace and name", "set both")
+				continue
+			}
+			sas = append(sas, authn.ServiceAccountEntry{Caller: o.Name, Namespace: sa.Namespace, Name: sa.Name})
+		case config.AuthOIDC:
+			a := o.Auth.OIDC
+			if err := config.CheckIssuerURL(a.Issuer); err != nil {
+				disabled("its oidc.issuer "+err.Error(), "set an https issuer URL")
+				continue
+			}
+			if strings.TrimSpace(a.Audience) == "" || (a.Subject == "" && len(a.Claims) == 0) {
+				disabled("its oidc entry needs an audience and a subject or claims", "run `garra config check`")
+				continue
+			}
+			oidcs = append(oidcs, authn.OIDCEntry{Caller: o.Name, Issuer: a.Issuer, Audience: a.Audience, Subject: a.Subject, Claims: a.Claims})
+		default:
+			tokens, err := o.Tokens(getenv)
+			if err != nil {
+				disabled("no token", "set the variable key_env names in the gateway's environment, or key_file to a readable file holding the token", "error", err.Error())
+				continue
+			}
+			// Every line of a token file is valid: the overlap of a rotation.
+			for _, t := range tokens {
+				static.Add(o.Name, t)
 			}
 		}
-		for _, g := range o.DenyTools {
-			if t, ok := toolByGrant[g]; ok {
-				c.Denied = append(c.Denied, t)
+		cs.byName[o.Name] = callerOf(o)
+	}
+	chain := authn.Chain{static}
+	if len(oidcs) > 0 {
+		oa := authn.NewOIDC(oidcs, authn.OIDCOptions{})
+		cs.issuers = oa.Issuers()
+		chain = append(chain, oa)
+	}
+	if len(sas) > 0 {
+		sa, err := authn.NewServiceAccounts(deps.reviewer, sas, authn.ServiceAccountOptions{
+			Audience: cfg.Gateway.Auth.Audience,
+			CacheFor: time.Duration(cfg.Gateway.Auth.ReviewCacheSeconds) * time.Second,
+			OnReview: deps.onReview,
+		})
+		if err != nil { // checked above; kept so a change there cannot open anything
+			log.Warn("serviceAccount orchestrators disabled", "error", err.Error())
+			for _, e := range sas {
+				delete(cs.byName, e.Caller)
 			}
-		}
-		// Every line of a token file is valid: the overlap of a rotation.
-		for _, token := range tokens {
-			creds = append(creds, credential{sha256.Sum256([]byte(token)), c})
+		} else {
+			chain = append(chain, sa)
 		}
 	}
-	return creds
+	cs.auth = chain
+	return cs
 }
 
-// authenticate finds the caller holding token. It compares against every
-// credential without stopping early, so timing does not reveal which one
-// (or whether any) matched.
-func authenticate(creds []credential, token string) (Caller, bool) {
-	d := sha256.Sum256([]byte(token))
-	var found Caller
-	ok := false
-	for _, c := range creds {
-		if subtle.ConstantTimeCompare(d[:], c.digest[:]) == 1 {
-			found, ok = c.caller, true
+// callerOf is an orchestrator's policy and the identity its mode binds it
+// to (the audit's: tool handlers are built per entry, so they record the
+// entry's identity; for an OIDC entry matched by claims that is the
+// issuer and the claims).
+func callerOf(o config.Orchestrator) Caller {
+	c := Caller{Name: o.Name, Chats: o.Chats, Sandbox: o.Sandbox, Auth: o.AuthMode()}
+	switch c.Auth {
+	case config.AuthServiceAccount:
+		c.Identity = authn.ServiceAccountEntry{Namespace: o.Auth.ServiceAccount.Namespace, Name: o.Auth.ServiceAccount.Name}.Username()
+	case config.AuthOIDC:
+		c.Identity, c.IdentityPersonal = o.IdentityKey(), true
+		if a := o.Auth.OIDC; a.Subject != "" {
+			c.Identity = a.Issuer + "#" + a.Subject
 		}
 	}
-	return found, ok && token != ""
+	for _, g := range o.Tools {
+		if t, ok := toolByGrant[g]; ok {
+			c.Grants = append(c.Grants, t)
+		}
+	}
+	for _, g := range o.DenyTools {
+		if t, ok := toolByGrant[g]; ok {
+			c.Denied = append(c.Denied, t)
+		}
+	}
+	return c
+}
+
+// authenticate resolves token to its caller, carrying how it was proved.
+func (cs *callers) authenticate(ctx context.Context, token string) (Caller, error) {
+	id, err := cs.auth.Authenticate(ctx, token)
+	if err != nil {
+		return Caller{}, err
+	}
+	c, ok := cs.byName[id.Caller]
+	if !ok { // an authenticator names only entries it was given
+		return Caller{}, &authn.Refusal{Kind: authn.KindIdentityNotAllowed, Detail: "no entry " + id.Caller}
+	}
+	c.Auth, c.Identity, c.IdentityPersonal = id.Mode, id.Subject, id.Personal
+	return c, nil
 }
 
 type callerKey struct{}

@@ -59,15 +59,15 @@ func (g *policy) chatAPI() map[string]http.Handler {
 		g.log.Info("chat API not mounted: /api/sessions needs a credential", "fix", "set gateway.api_key or GARRAIA_GATEWAY_API_KEY")
 		return nil
 	}
-	creds := g.creds
-	if creds == nil { // the MCP bridge is off: same credentials, quietly
-		creds = callersFrom(g.cfg, g.getenv, slog.New(slog.DiscardHandler))
+	cs := g.callers
+	if cs == nil { // the MCP bridge is off: the static credentials, quietly
+		cs = callersFrom(g.cfg, g.getenv, slog.New(slog.DiscardHandler), callerDeps{})
 	}
 	refused := g.metrics.refused
 	wrap := func(h http.HandlerFunc) http.Handler {
 		var x http.Handler = h
 		x = requireOwner(refused, x)
-		x = requireBearer(creds, refused, x)
+		x = requireBearer(cs, nil, refused, g.log, x)
 		x = hostGuard(g.cfg.Gateway.AllowedHosts, refused, x)
 		x = originGuard(refused, x)
 		return g.limiter.middleware(refused, x)

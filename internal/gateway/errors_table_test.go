@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/garraia/garra/internal/authn"
+	"github.com/garraia/garra/internal/authn/authntest"
 	"github.com/garraia/garra/internal/chat"
 	"github.com/garraia/garra/internal/errkinds"
 	"github.com/garraia/garra/internal/gateway"
@@ -32,6 +35,20 @@ func TestErrorTableHTTPRowsMatchTheGateway(t *testing.T) {
 	do := func(method, url, token, body string, hdr map[string]string) result {
 		status, b := request(t, method, url, token, body, hdr)
 		return result{status, b}
+	}
+	is := authntest.NewIssuer(t)
+	idp := start(t, identityConfig(is.URL), map[string]string{"LEGACY_KEY": "legacy-token-0123456789", "KUBERNETES_SERVICE_HOST": "10.0.0.1"},
+		func(o *gateway.Options) { o.Reviewer = &tableReviewer{} })
+	dead := httptest.NewServer(nil)
+	dead.Close()
+	noIDP := start(t, identityConfig(dead.URL), map[string]string{"KUBERNETES_SERVICE_HOST": "10.0.0.1"},
+		func(o *gateway.Options) { o.Reviewer = &tableReviewer{} })
+	alpha := func(extra map[string]any) map[string]any {
+		c := map[string]any{"sub": "alpha-bot", "aud": audAlpha}
+		for k, v := range extra {
+			c[k] = v
+		}
+		return c
 	}
 	drained := start(t, "gateway:\n  api_key: "+ownerKey+"\n  mcp_http: {enabled: true}\n", nil)
 	drained.gw.Drain(time.Millisecond) // nothing in flight: returns at once
@@ -56,6 +73,21 @@ func TestErrorTableHTTPRowsMatchTheGateway(t *testing.T) {
 		},
 		"missing bearer token": func() result { return do("POST", h.url, "", toolsList, nil) },
 		"invalid bearer token": func() result { return do("POST", h.url, "nope-nope-nope", toolsList, nil) },
+		authn.Messages[authn.KindInvalidToken]: func() result {
+			return do("POST", idp.url, authntest.Unsigned(alpha(map[string]any{"iss": is.URL})), toolsList, nil)
+		},
+		authn.Messages[authn.KindTokenExpired]: func() result {
+			return do("POST", idp.url, is.Sign(nil, alpha(map[string]any{"exp": time.Now().Add(-time.Hour).Unix()})), toolsList, nil)
+		},
+		authn.Messages[authn.KindWrongAudience]: func() result {
+			return do("POST", idp.url, is.Sign(nil, alpha(map[string]any{"aud": "elsewhere"})), toolsList, nil)
+		},
+		authn.Messages[authn.KindIdentityNotAllowed]: func() result {
+			return do("POST", idp.url, is.Sign(nil, alpha(map[string]any{"sub": "mallory"})), toolsList, nil)
+		},
+		authn.Messages[authn.KindAuthUnavailable]: func() result {
+			return do("POST", noIDP.url, is.Sign(nil, alpha(map[string]any{"iss": dead.URL})), toolsList, nil)
+		},
 		"Accept must list both application/json and text/event-stream": func() result {
 			return do("POST", h.url, ownerKey, toolsList, map[string]string{"Accept": "application/json"})
 		},
@@ -94,7 +126,7 @@ func TestErrorTableHTTPRowsMatchTheGateway(t *testing.T) {
 		})
 	}
 	// The audit kinds of the table are the metric labels the gateway uses.
-	m := metricsText(t, h.url) + metricsText(t, drained.url)
+	m := metricsText(t, h.url) + metricsText(t, drained.url) + metricsText(t, idp.url) + metricsText(t, noIDP.url)
 	for _, row := range errkinds.HTTP {
 		if row.Audit != "" && row.Audit != "too_many_requests" && !strings.Contains(m, `garra_mcp_refusals_total{kind="`+row.Audit+`"}`) {
 			t.Errorf("metrics have no refusal %q:\n%s", row.Audit, grep(m, "refusals"))

@@ -19,6 +19,7 @@ import (
 
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/audit"
+	"github.com/garraia/garra/internal/authn"
 	"github.com/garraia/garra/internal/chat"
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/mcpcancel"
@@ -56,6 +57,10 @@ type Options struct {
 	// limits; nil = in this process's memory. A shared factory makes them
 	// hold across replicas.
 	Budgets BudgetFactory
+	// Reviewer sends the TokenReviews of serviceAccount orchestrators;
+	// nil = a client of the in-cluster API server (or of
+	// gateway.auth.kubeconfig), built when a config first needs one.
+	Reviewer authn.Reviewer
 }
 
 // requestIDHeader carries the id of a call's HTTP request from the
@@ -83,6 +88,7 @@ type Gateway struct {
 	started     time.Time
 	sdkLog      *slog.Logger
 	reqCtx      *mcpcancel.Requests
+	reviewers   *reviewers
 
 	cur        atomic.Pointer[policy]
 	configPath string
@@ -108,15 +114,17 @@ type policy struct {
 	hash        string // sha256:<hex> of the config file's bytes; "" without a file
 	fingerprint string // hash plus the token files' contents
 	switches    Switches
-	creds       []credential
+	callers     *callers
 	servers     map[string]*mcp.Server // by caller name
 	askCore     *ask.Core
 	red         *redact.Redactor   // built-ins + redact_patterns + secret values
 	builtinRed  *redact.Redactor   // built-ins + secret values (history, ask success)
 	egress      *tools.EgressGuard // web_fetch in local workspaces
 	mounted     bool
-	mcp         http.Handler            // nil when /mcp is not mounted
-	api         map[string]http.Handler // chat API routes; nil without a key
+	mcp         http.Handler // nil when /mcp is not mounted
+	// resourceMetadata serves RFC 9728 metadata; nil when /mcp is not mounted.
+	resourceMetadata http.Handler
+	api              map[string]http.Handler // chat API routes; nil without a key
 }
 
 // warnOnly passes records of level warn and above.
@@ -178,6 +186,7 @@ func New(o Options) (*Gateway, error) {
 		configPath:  o.ConfigPath,
 		resync:      o.ReloadResync,
 		hardStop:    make(chan struct{}),
+		reviewers:   &reviewers{given: o.Reviewer},
 	}
 	// The SDK logs every stateless POST at info (connect, disconnect):
 	// keep only its warnings.
@@ -231,15 +240,14 @@ func (g *Gateway) newPolicy(cfg *config.Config, hash, fp string) (*policy, error
 			"fix", "set gateway.api_key or "+config.EnvGatewayAPIKey)
 	default:
 		p.mounted = true
-		p.creds = callersFrom(cfg, g.getenv, g.log)
+		p.callers = callersFrom(cfg, g.getenv, g.log, g.callerDeps(cfg))
 		p.servers = map[string]*mcp.Server{}
-		for _, c := range p.creds {
-			if _, ok := p.servers[c.caller.Name]; !ok {
-				p.servers[c.caller.Name] = p.newMCPServer(c.caller)
-			}
+		for name, c := range p.callers.byName {
+			p.servers[name] = p.newMCPServer(c)
 		}
 		p.materializeWorkspaces()
 		p.mcp = p.mcpHandler()
+		p.resourceMetadata = p.resourceMetadataHandler()
 		host := "so loopback"
 		if len(cfg.Gateway.AllowedHosts) > 0 {
 			host = fmt.Sprintf("loopback + %d allowed_hosts", len(cfg.Gateway.AllowedHosts))
@@ -259,6 +267,11 @@ func (g *Gateway) Handler() http.Handler {
 	mux.HandleFunc("GET /readyz", g.readyz)
 	mux.Handle("GET /metrics", g.metrics.handler())
 	mux.Handle("/mcp", g.inFlight(func(p *policy) http.Handler { return p.mcp }))
+	// RFC 9728: at the root and, as the MCP authorization spec has
+	// clients look first, at the endpoint's path.
+	meta := g.inFlight(func(p *policy) http.Handler { return p.resourceMetadata })
+	mux.Handle("/.well-known/oauth-protected-resource", meta)
+	mux.Handle("/.well-known/oauth-protected-resource/mcp", meta)
 	for _, route := range chatAPIRoutes {
 		mux.Handle(route, g.inFlight(func(p *policy) http.Handler { return p.api[route] }))
 	}
@@ -322,7 +335,8 @@ func (g *policy) mcpHandler() http.Handler {
 	h := g.reqCtx.Bind(sdk)
 	h = acceptGuard(refused, h)
 	h = g.limiter.batchCharge(refused, h)
-	h = requireBearer(g.creds, refused, h)
+	h = countAdmitted(g.metrics, h)
+	h = requireBearer(g.callers, g.resourceMetadataURL, refused, g.log, h)
 	h = hostGuard(g.cfg.Gateway.AllowedHosts, refused, h)
 	h = originGuard(refused, h)
 	h = g.limiter.middleware(refused, h)

@@ -18,6 +18,8 @@ type metrics struct {
 	latency  *prometheus.HistogramVec
 	reloads  *prometheus.CounterVec
 	config   *prometheus.GaugeVec
+	authns   *prometheus.CounterVec
+	reviews  *prometheus.CounterVec
 }
 
 func newMetrics(budgets map[string]Counter) *metrics {
@@ -39,8 +41,14 @@ func newMetrics(budgets map[string]Counter) *metrics {
 		config: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "garra_config_info", Help: "The config in force, by the sha256 of its file (always 1).",
 		}, []string{"hash"}),
+		authns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "garra_mcp_authentications_total", Help: "Requests admitted, by caller (owner or orchestrator) and how it proved itself (token, serviceAccount, oidc).",
+		}, []string{"caller", "auth"}),
+		reviews: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "garra_tokenreviews_total", Help: "TokenReviews sent to the API server (cached verdicts are not counted), by result (ok or a refusal kind).",
+		}, []string{"result"}),
 	}
-	m.registry.MustRegister(m.calls, m.refusals, m.latency, m.reloads, m.config,
+	m.registry.MustRegister(m.calls, m.refusals, m.latency, m.reloads, m.config, m.authns, m.reviews,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for name, b := range budgets {
 		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -68,6 +76,10 @@ func (m *metrics) loaded(hash string) {
 }
 
 func (m *metrics) refused(kind string) { m.refusals.WithLabelValues(kind).Inc() }
+
+func (m *metrics) admitted(c Caller) { m.authns.WithLabelValues(c.Name, c.Auth).Inc() }
+
+func (m *metrics) reviewed(result string) { m.reviews.WithLabelValues(result).Inc() }
 
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})

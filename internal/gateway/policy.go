@@ -65,6 +65,11 @@ type Caller struct {
 	// Chats restricts which conversations the caller sees; empty = all.
 	Chats   []string
 	Sandbox *config.OrchestratorSandbox
+	// Auth, Identity and IdentityPersonal are how this request proved
+	// the caller (authn's Identity): for audit and metrics only.
+	Auth             string
+	Identity         string
+	IdentityPersonal bool
 }
 
 // OwnerName is the audit name of the gateway key's holder; no orchestrator

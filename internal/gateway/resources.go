@@ -319,7 +319,7 @@ func (g *policy) auditedRead(ctx context.Context, c Caller, next mcp.MethodHandl
 	g.log.Info("mcp resource read", "caller", c.Name, "resource", n.resource, "outcome", n.outcome, "error_kind", n.kind,
 		"latency_ms", d.Milliseconds())
 	g.audit.Record(audit.Record{Surface: audit.SurfaceHTTP, Caller: c.Name, Resource: n.resource, Target: n.target,
-		Outcome: n.outcome, Kind: n.kind, Latency: d})
+		Outcome: n.outcome, Kind: n.kind, Latency: d, Auth: c.Auth, Identity: c.Identity, IdentityPersonal: c.IdentityPersonal})
 	return res, err
 }
 
@@ -331,7 +331,7 @@ func (g *policy) auditedUnknownTool(ctx context.Context, c Caller, next mcp.Meth
 	res, err := next(ctx, method, req)
 	if !slices.Contains(AllTools, name) {
 		g.audit.Record(audit.Record{Surface: audit.SurfaceHTTP, Caller: c.Name, Tool: "unknown", Target: name,
-			Outcome: audit.OutcomeNotFound, Kind: KindNotFound})
+			Outcome: audit.OutcomeNotFound, Kind: KindNotFound, Auth: c.Auth, Identity: c.Identity, IdentityPersonal: c.IdentityPersonal})
 	}
 	return res, err
 }

@@ -119,7 +119,8 @@ func (g *policy) dispatch(ctx context.Context, c Caller, tool string, args json.
 	d := g.now().Sub(start)
 	g.metrics.observe(tool, info.outcome, info.kind, d)
 	rec := audit.Record{Surface: audit.SurfaceHTTP, Caller: c.Name, Tool: tool, Target: auditTarget(tool, args),
-		Outcome: info.outcome, Kind: info.kind, DryRun: info.dryRun}
+		Outcome: info.outcome, Kind: info.kind, DryRun: info.dryRun,
+		Auth: c.Auth, Identity: c.Identity, IdentityPersonal: c.IdentityPersonal}
 	attrs := []any{"caller", c.Name, "tool", tool, "outcome", info.outcome, "error_kind", info.kind}
 	if info.dryRun {
 		attrs = append(attrs, "dry_run", true)

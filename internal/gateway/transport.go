@@ -3,13 +3,17 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/garraia/garra/internal/authn"
 )
 
 // writeJSONError writes the gateway's standard error body.
@@ -19,23 +23,47 @@ func writeJSONError(w http.ResponseWriter, status int, code, message string) {
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": code, "message": message})
 }
 
-// requireBearer is the api-key gate of /mcp and /api/*: 401 with the
-// standard body on a missing or wrong bearer; the caller goes into the
-// request context.
-func requireBearer(creds []credential, onRefuse func(kind string), next http.Handler) http.Handler {
+// requireBearer is the authentication gate of /mcp and /api/*: the
+// bearer token is resolved to its caller (authn), which goes into the
+// request context. A refusal is a 401 with the standard body, naming the
+// check that failed and never the token, and a WWW-Authenticate challenge
+// that points a client at the protected resource metadata (RFC 9728)
+// when metadata is not nil. An identity provider that could not be asked
+// is a 503: the token may well be good.
+func requireBearer(cs *callers, metadata func(*http.Request) string, onRefuse func(kind string), log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		challenge := `Bearer realm="garra"`
+		if metadata != nil {
+			challenge += fmt.Sprintf(", resource_metadata=%q", metadata(r))
+		}
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok {
-			onRefuse("unauthorized")
-			w.Header().Set("WWW-Authenticate", `Bearer realm="garra"`)
+			onRefuse(authn.KindUnauthorized)
+			w.Header().Set("WWW-Authenticate", challenge)
 			writeJSONError(w, http.StatusUnauthorized, "unauthorized", "missing bearer token")
 			return
 		}
-		caller, ok := authenticate(creds, strings.TrimSpace(token))
-		if !ok {
-			onRefuse("unauthorized")
-			w.Header().Set("WWW-Authenticate", `Bearer realm="garra", error="invalid_token"`)
-			writeJSONError(w, http.StatusUnauthorized, "unauthorized", "invalid bearer token")
+		caller, err := cs.authenticate(r.Context(), token)
+		if err != nil {
+			kind := authn.KindOf(err)
+			onRefuse(kind)
+			if kind != authn.KindUnauthorized {
+				// The reason is for the operator; it never holds the
+				// token. A wrong opaque token is not logged: a flood of
+				// guesses must not flood the log.
+				log.Info("request refused", "kind", kind, "reason", err.Error(), "remote", clientIP(r))
+			}
+			if kind == authn.KindAuthUnavailable {
+				w.Header().Set("Retry-After", "5")
+				writeJSONError(w, http.StatusServiceUnavailable, kind, authn.Messages[kind])
+				return
+			}
+			w.Header().Set("WWW-Authenticate", challenge+`, error="invalid_token"`)
+			code := kind
+			if kind == authn.KindUnauthorized {
+				code = "unauthorized"
+			}
+			writeJSONError(w, http.StatusUnauthorized, code, authn.Messages[kind])
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(withCaller(r.Context(), caller)))
