@@ -32,12 +32,17 @@ func writeJSONError(w http.ResponseWriter, status int, code, message string) {
 // is a 503: the token may well be good.
 func requireBearer(cs *callers, metadata func(*http.Request) string, onRefuse func(kind string), log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A refused request's body is read (up to a bound) before the
+		// answer: a client that sent it whole with Connection: close would
+		// otherwise see the kernel reset the connection for unread data
+		// and lose the 401.
 		challenge := `Bearer realm="garra"`
 		if metadata != nil {
 			challenge += fmt.Sprintf(", resource_metadata=%q", metadata(r))
 		}
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok {
+			drainRefused(r)
 			onRefuse(authn.KindUnauthorized)
 			w.Header().Set("WWW-Authenticate", challenge)
 			writeJSONError(w, http.StatusUnauthorized, "unauthorized", "missing bearer token")
@@ -45,6 +50,7 @@ func requireBearer(cs *callers, metadata func(*http.Request) string, onRefuse fu
 		}
 		caller, err := cs.authenticate(r.Context(), token)
 		if err != nil {
+			drainRefused(r)
 			kind := authn.KindOf(err)
 			onRefuse(kind)
 			if kind != authn.KindUnauthorized {
@@ -68,6 +74,14 @@ func requireBearer(cs *callers, metadata func(*http.Request) string, onRefuse fu
 		}
 		next.ServeHTTP(w, r.WithContext(withCaller(r.Context(), caller)))
 	})
+}
+
+// refusedBodyLimit bounds what drainRefused reads of a refused request:
+// an MCP request is far smaller, and a larger body is not worth reading.
+const refusedBodyLimit = 64 << 10
+
+func drainRefused(r *http.Request) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, refusedBodyLimit))
 }
 
 // hostGuard is the anti-DNS-rebinding check: the Host must be a loopback
