@@ -65,6 +65,7 @@ func sandboxDeployment(gs *garrav1alpha1.GarraServer, o garrav1alpha1.Orchestrat
 					WithItems(corev1ac.KeyToPath().WithKey(o.Name+SandboxKeySuffix).WithPath(KeySandboxToken))))),
 		).
 		WithTerminationGracePeriodSeconds(terminationGrace(gs))
+	placeSandbox(pod, o.Sandbox)
 
 	// No inputs hash: nothing this pod reads only at start comes from a
 	// Secret, so a rotation or a policy change never restarts it.
@@ -81,4 +82,37 @@ func sandboxImage(gs *garrav1alpha1.GarraServer, o garrav1alpha1.OrchestratorSpe
 		return gs.Spec.SandboxImage
 	}
 	return def
+}
+
+// placeSandbox passes the orchestrator's scheduling choices through to its
+// pod: a RuntimeClass (a gVisor or Kata runtime for stronger isolation),
+// a node selector and tolerations (a node pool kept for sandboxes).
+// validate has checked them; nothing is set when they are empty, so the
+// pod of a spec that names none is the same as before they existed.
+func placeSandbox(pod *corev1ac.PodSpecApplyConfiguration, sb garrav1alpha1.SandboxSpec) {
+	if sb.RuntimeClassName != nil && *sb.RuntimeClassName != "" {
+		pod.WithRuntimeClassName(*sb.RuntimeClassName)
+	}
+	if len(sb.NodeSelector) > 0 {
+		pod.WithNodeSelector(sb.NodeSelector)
+	}
+	for _, t := range sb.Tolerations {
+		ac := corev1ac.Toleration()
+		if t.Key != "" {
+			ac.WithKey(t.Key)
+		}
+		if t.Operator != "" {
+			ac.WithOperator(t.Operator)
+		}
+		if t.Value != "" {
+			ac.WithValue(t.Value)
+		}
+		if t.Effect != "" {
+			ac.WithEffect(t.Effect)
+		}
+		if t.TolerationSeconds != nil {
+			ac.WithTolerationSeconds(*t.TolerationSeconds)
+		}
+		pod.WithTolerations(ac)
+	}
 }

@@ -1,11 +1,15 @@
 package controllers
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
 )
 
 func TestSandboxDeployment(t *testing.T) {
@@ -102,5 +106,51 @@ func TestSandboxImage(t *testing.T) {
 	o.Sandbox.Image = "own"
 	if got := sandboxImage(gs, o, "def"); got != "own" {
 		t.Errorf("own: %q", got)
+	}
+}
+
+// TestSandboxPlacement: runtimeClassName, nodeSelector and tolerations
+// reach the pod as given, and a spec without them sets none.
+func TestSandboxPlacement(t *testing.T) {
+	tests := []struct {
+		name    string
+		sandbox garrav1alpha1.SandboxSpec
+		want    corev1.PodSpec // only the three fields are compared
+	}{
+		{"none", garrav1alpha1.SandboxSpec{}, corev1.PodSpec{}},
+		{"gvisor on a tainted pool", garrav1alpha1.SandboxSpec{
+			RuntimeClassName: ptr.To("gvisor"),
+			NodeSelector:     map[string]string{"pool": "sandbox"},
+			Tolerations: []corev1.Toleration{
+				{Key: "sandbox", Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule},
+				{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](60)},
+			},
+		}, corev1.PodSpec{
+			RuntimeClassName: ptr.To("gvisor"),
+			NodeSelector:     map[string]string{"pool": "sandbox"},
+			Tolerations: []corev1.Toleration{
+				{Key: "sandbox", Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule},
+				{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](60)},
+			},
+		}},
+		{"tolerate everything", garrav1alpha1.SandboxSpec{Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}},
+			corev1.PodSpec{Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			gs := testServer()
+			o := gs.Spec.Orchestrators[0]
+			o.Sandbox = tc.sandbox
+			pod := typed[appsv1.Deployment](t, sandboxDeployment(gs, o, "img")).Spec.Template.Spec
+			if !reflect.DeepEqual(pod.RuntimeClassName, tc.want.RuntimeClassName) {
+				t.Errorf("runtimeClassName = %v, want %v", pod.RuntimeClassName, tc.want.RuntimeClassName)
+			}
+			if !reflect.DeepEqual(pod.NodeSelector, tc.want.NodeSelector) {
+				t.Errorf("nodeSelector = %v, want %v", pod.NodeSelector, tc.want.NodeSelector)
+			}
+			if !reflect.DeepEqual(pod.Tolerations, tc.want.Tolerations) {
+				t.Errorf("tolerations = %+v, want %+v", pod.Tolerations, tc.want.Tolerations)
+			}
+		})
 	}
 }
