@@ -125,7 +125,7 @@ func (r *GarraServerReconciler) applyOrchestrators(ctx context.Context, s *recon
 		if _, err := r.applyClaim(ctx, workspaceClaim(gs, o)); err != nil {
 			return err
 		}
-		dep := sandboxDeployment(gs, o, sandboxImage(gs, o, r.SandboxImage))
+		dep := sandboxDeployment(gs, o, resolveSandboxImages(gs, o, r.SandboxImage, r.GarraImage))
 		if _, err := applyIfChanged(ctx, r.Client, dep, &appsv1.Deployment{}, appsv1ac.ExtractDeployment); err != nil {
 			return err
 		}
