@@ -138,14 +138,7 @@ func TestClientDisconnectKillsTheSandboxCommand(t *testing.T) {
 	double := llmdouble.New(t,
 		llmdouble.Step{ToolCalls: []llmdouble.Call{{Name: "bash", Args: `{"command":"sleep ` + marker + `"}`}}},
 		llmdouble.Step{Text: "unreached"})
-	yaml := enabled + "    allow_agent: true\n    agent_max_seconds: 600\n" + `
-    orchestrators:
-      - name: alpha
-        key_env: ALPHA_KEY
-        tools: [agent]
-        sandbox: {url: "` + sbxURL + `", token_env: SBX_TOKEN}
-` + "llm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n"
-	h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "k", "SBX_TOKEN": sandboxToken})
+	h := startWithSandbox(t, sbxURL, double.OpenAIBaseURL(), "    agent_max_seconds: 600\n")
 	hangUp := startCall(t, h.url, "alpha-token-1234567")
 
 	deadline := time.Now().Add(10 * time.Second)
@@ -177,13 +170,36 @@ func TestClientDisconnectKillsTheSandboxCommand(t *testing.T) {
 
 const sandboxToken = "sandbox-token-0123456789abcdef"
 
+// startWithSandbox starts a gateway whose one orchestrator, alpha (key
+// alpha-token-1234567), runs garra_agent in the sandbox at sbxURL with
+// the model at llmURL; extra adds lines under mcp_http.
+func startWithSandbox(t *testing.T, sbxURL, llmURL, extra string) *harness {
+	t.Helper()
+	yaml := enabled + "    allow_agent: true\n" + extra + `
+    orchestrators:
+      - name: alpha
+        key_env: ALPHA_KEY
+        tools: [agent]
+        sandbox: {url: "` + sbxURL + `", token_env: SBX_TOKEN}
+` + "llm: {provider: openrouter, base_url: " + llmURL + "}\n"
+	return start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "k", "SBX_TOKEN": sandboxToken})
+}
+
 // startSandbox serves a real `garra sandbox` on 127.0.0.1 over a temp
 // workspace: its MCP URL, its log and the workspace.
 func startSandbox(t *testing.T) (url string, logs *testlog.Buffer, workspace string) {
 	t.Helper()
+	return startSandboxWith(t, sandbox.Options{})
+}
+
+// startSandboxWith is startSandbox with more options (its workspace,
+// token and logger are set here).
+func startSandboxWith(t *testing.T, o sandbox.Options) (url string, logs *testlog.Buffer, workspace string) {
+	t.Helper()
 	workspace = t.TempDir()
 	logs = &testlog.Buffer{}
-	srv, err := sandbox.New(sandbox.Options{Workspace: workspace, Token: sandboxToken, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	o.Workspace, o.Token, o.Logger = workspace, sandboxToken, slog.New(slog.NewTextHandler(logs, nil))
+	srv, err := sandbox.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -308,3 +308,49 @@ func (b *boundedBuffer) bytes() []byte {
 	defer b.mu.Unlock()
 	return slices.Clone(b.buf)
 }
+
+// Summary is the toolchain in a paragraph for the agent's system prompt:
+// each program found with its version, then the required ones missing.
+// The report comes from the sandbox, which bash runs in: whatever it
+// says, only program names pass, versions are sanitised again to one
+// printable line of MaxVersionLen, and no more entries than a real
+// discovery can make, so the prompt is bounded.
+func Summary(rep Report) string {
+	limit := len(wellKnown) + MaxRequired
+	var found []Tool
+	for _, t := range rep.Tools {
+		if len(found) < limit && ValidName(t.Name) {
+			found = append(found, Tool{Name: t.Name, Version: firstLine([]byte(t.Version))})
+		}
+	}
+	var missing []string
+	for _, n := range rep.Missing {
+		if len(missing) < MaxRequired && ValidName(n) {
+			missing = append(missing, n)
+		}
+	}
+	rep = Report{Tools: found, Missing: missing}
+	if len(rep.Tools) == 0 && len(rep.Missing) == 0 {
+		return "The sandbox's PATH has none of the well-known build tools (bash, git, make, compilers, language runtimes)."
+	}
+	var b strings.Builder
+	if len(rep.Tools) == 0 {
+		b.WriteString("The sandbox's PATH has none of the well-known build tools.")
+	} else {
+		b.WriteString("Programs on the sandbox's PATH (use these; do not assume others are installed): ")
+		for i, t := range rep.Tools {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(t.Name)
+			if t.Version != "" {
+				b.WriteString(" (" + t.Version + ")")
+			}
+		}
+		b.WriteString(".")
+	}
+	if len(rep.Missing) > 0 {
+		b.WriteString(" Required but missing: " + strings.Join(rep.Missing, ", ") + ".")
+	}
+	return b.String()
+}
