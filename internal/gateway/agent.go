@@ -76,23 +76,33 @@ func (g *policy) sandboxToolchain(ctx context.Context, c Caller) string {
 	if c.Sandbox == nil || c.Sandbox.URL == "" {
 		return ""
 	}
+	rep, err := g.readSandboxToolchain(ctx, c)
+	if err != nil {
+		g.log.Warn("sandbox toolchain not read; the agent's prompt does not name it", "caller", c.Name, "error", err)
+		return ""
+	}
+	return toolchain.Summary(rep)
+}
+
+// readSandboxToolchain reads garra://sandbox/toolchain from c's own
+// sandbox with c's sandbox token, within toolchainReadTimeout, and
+// sanitises it: the sandbox is where bash runs, so what it says is data.
+func (g *policy) readSandboxToolchain(ctx context.Context, c Caller) (toolchain.Report, error) {
 	token, err := c.Sandbox.Token(g.getenv)
 	if err != nil {
-		return ""
+		return toolchain.Report{}, fmt.Errorf("sandbox token: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, toolchainReadTimeout)
 	defer cancel()
 	text, err := tools.NewRemote(tools.RemoteOptions{URL: c.Sandbox.URL, Token: token}).ReadResource(ctx, toolchain.URI)
 	if err != nil {
-		g.log.Warn("sandbox toolchain not read; the agent's prompt does not name it", "caller", c.Name, "error", err)
-		return ""
+		return toolchain.Report{}, err
 	}
 	var rep toolchain.Report
 	if err := json.Unmarshal([]byte(text), &rep); err != nil {
-		g.log.Warn("sandbox toolchain unreadable; the agent's prompt does not name it", "caller", c.Name, "error", err)
-		return ""
+		return toolchain.Report{}, fmt.Errorf("decode the toolchain: %w", err)
 	}
-	return toolchain.Summary(rep)
+	return toolchain.Sanitize(rep), nil
 }
 
 // executorFor picks where c's agent tools run: in its sandbox pod (plus

@@ -309,6 +309,29 @@ func (b *boundedBuffer) bytes() []byte {
 	return slices.Clone(b.buf)
 }
 
+// Sanitize is rep as a real discovery could have made it, whoever sent
+// it: entries whose names are not program names dropped, paths and
+// versions cut to one printable line, errors to a short one, and no more
+// entries than a discovery can produce.
+func Sanitize(rep Report) Report {
+	limit := len(wellKnown) + MaxRequired
+	out := Report{Tools: []Tool{}, Required: []string{}, Missing: []string{}, DiscoveredAt: rep.DiscoveredAt, DurationMS: rep.DurationMS}
+	for _, t := range rep.Tools {
+		if len(out.Tools) < limit && ValidName(t.Name) {
+			out.Tools = append(out.Tools, Tool{Name: t.Name, Path: firstLine([]byte(t.Path)), Version: firstLine([]byte(t.Version)),
+				Required: t.Required, Error: firstLine([]byte(t.Error))})
+		}
+	}
+	for _, list := range []struct{ in, out *[]string }{{&rep.Required, &out.Required}, {&rep.Missing, &out.Missing}} {
+		for _, n := range *list.in {
+			if len(*list.out) < MaxRequired && ValidName(n) {
+				*list.out = append(*list.out, n)
+			}
+		}
+	}
+	return out
+}
+
 // Summary is the toolchain in a paragraph for the agent's system prompt:
 // each program found with its version, then the required ones missing.
 // The report comes from the sandbox, which bash runs in: whatever it
@@ -316,20 +339,7 @@ func (b *boundedBuffer) bytes() []byte {
 // printable line of MaxVersionLen, and no more entries than a real
 // discovery can make, so the prompt is bounded.
 func Summary(rep Report) string {
-	limit := len(wellKnown) + MaxRequired
-	var found []Tool
-	for _, t := range rep.Tools {
-		if len(found) < limit && ValidName(t.Name) {
-			found = append(found, Tool{Name: t.Name, Version: firstLine([]byte(t.Version))})
-		}
-	}
-	var missing []string
-	for _, n := range rep.Missing {
-		if len(missing) < MaxRequired && ValidName(n) {
-			missing = append(missing, n)
-		}
-	}
-	rep = Report{Tools: found, Missing: missing}
+	rep = Sanitize(rep)
 	if len(rep.Tools) == 0 && len(rep.Missing) == 0 {
 		return "The sandbox's PATH has none of the well-known build tools (bash, git, make, compilers, language runtimes)."
 	}

@@ -225,6 +225,25 @@ func TestSummary(t *testing.T) {
 	}
 }
 
+func TestSanitize(t *testing.T) {
+	got := Sanitize(Report{
+		Tools: []Tool{
+			{Name: "go", Path: "/usr/bin/go\n/evil", Version: "go1\x00", Required: true, Error: "er\ror"},
+			{Name: "bad name", Path: "/x"},
+		},
+		Required: []string{"go", "a/b"},
+		Missing:  []string{"$(id)", "node"},
+	})
+	want := Report{
+		Tools:    []Tool{{Name: "go", Path: "/usr/bin/go", Version: "go1?", Required: true, Error: "er?or"}},
+		Required: []string{"go"},
+		Missing:  []string{"node"},
+	}
+	if !slices.Equal(got.Tools, want.Tools) || !slices.Equal(got.Required, want.Required) || !slices.Equal(got.Missing, want.Missing) {
+		t.Errorf("Sanitize = %+v, want %+v", got, want)
+	}
+}
+
 // BenchmarkDiscoverWellKnown: every well-known program present as a
 // script that prints its version at once; what one discovery costs.
 func BenchmarkDiscoverWellKnown(b *testing.B) {
