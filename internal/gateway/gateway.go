@@ -102,6 +102,9 @@ type Gateway struct {
 	flight   sync.WaitGroup
 	hardStop chan struct{} // closed at the drain deadline
 	stopOnce sync.Once
+	// handingOver is set on SIGTERM for gateway.handover_seconds before
+	// the drain: requests are still served, each closing its connection.
+	handingOver atomic.Bool
 }
 
 // policy is one configuration's immutable view: the config, the callers
@@ -299,6 +302,11 @@ func (g *Gateway) inFlight(pick func(*policy) http.Handler) http.Handler {
 		g.flight.Add(1)
 		g.flightMu.Unlock()
 		defer g.flight.Done()
+		if g.handingOver.Load() {
+			// The client's next call opens a new connection, which the
+			// load balancer sends to a replica that is staying.
+			w.Header().Set("Connection", "close")
+		}
 		h.ServeHTTP(w, r)
 	})
 }

@@ -264,9 +264,12 @@ func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 	g.flightMu.Lock()
 	draining := g.draining
 	g.flightMu.Unlock()
-	if draining {
+	switch {
+	case draining:
 		status, text = http.StatusServiceUnavailable, "draining"
-	} else {
+	case g.handingOver.Load():
+		status, text = http.StatusServiceUnavailable, "handing over"
+	default:
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		if _, err := g.store.Conversations(ctx, ""); err != nil {
