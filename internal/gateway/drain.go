@@ -30,6 +30,9 @@ func (g *Gateway) Run(ctx context.Context, ready func(addr net.Addr)) error {
 		defer stopWatch()
 		go g.watch(wctx)
 	}
+	vctx, stopVerify := context.WithCancel(ctx)
+	defer stopVerify()
+	go g.verifyLoop(vctx)
 	if ready != nil {
 		ready(ln.Addr())
 	}

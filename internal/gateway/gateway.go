@@ -105,6 +105,8 @@ type Gateway struct {
 	// handingOver is set on SIGTERM for gateway.handover_seconds before
 	// the drain: requests are still served, each closing its connection.
 	handingOver atomic.Bool
+	// verify holds the last handshake with each sandbox (GET /sandboxz).
+	verify *verifier
 }
 
 // policy is one configuration's immutable view: the config, the callers
@@ -128,6 +130,7 @@ type policy struct {
 	// resourceMetadata serves RFC 9728 metadata; nil when /mcp is not mounted.
 	resourceMetadata http.Handler
 	api              map[string]http.Handler // chat API routes; nil without a key
+	sandboxz         http.Handler            // GET /sandboxz; nil without a key
 }
 
 // warnOnly passes records of level warn and above.
@@ -176,7 +179,7 @@ func New(o Options) (*Gateway, error) {
 		limiter.newBudget, limiter.shared = o.Budgets, true
 	}
 	g := &Gateway{
-		getenv: o.Getenv, log: o.Logger, version: o.Version,
+		getenv: o.Getenv, log: o.Logger, version: o.Version, verify: newVerifier(),
 		store: o.Store, sender: o.Sender, newProvider: o.NewProvider,
 		sendBudget:  o.Budgets("send", SendBudgetPerMinute, time.Minute),
 		askBudget:   o.Budgets("ask", m.AskBudgetPerMinute, time.Minute),
@@ -259,6 +262,7 @@ func (g *Gateway) newPolicy(cfg *config.Config, hash, fp string) (*policy, error
 			host, m.AllowSend, len(cfg.Channels.Telegram.ProactiveChatIDs)))
 	}
 	p.api = p.chatAPI()
+	p.sandboxz = p.ownerOnly(http.HandlerFunc(p.apiSandboxes))
 	return p, nil
 }
 
@@ -275,6 +279,7 @@ func (g *Gateway) Handler() http.Handler {
 	meta := g.inFlight(func(p *policy) http.Handler { return p.resourceMetadata })
 	mux.Handle("/.well-known/oauth-protected-resource", meta)
 	mux.Handle("/.well-known/oauth-protected-resource/mcp", meta)
+	mux.Handle(sandboxzRoute, g.inFlight(func(p *policy) http.Handler { return p.sandboxz }))
 	for _, route := range chatAPIRoutes {
 		mux.Handle(route, g.inFlight(func(p *policy) http.Handler { return p.api[route] }))
 	}

@@ -166,6 +166,7 @@ func (g *Gateway) reloadLocked() (string, []string) {
 	g.agentBudget.SetLimit(m.AgentBudgetPerMinute)
 	g.limiter.SetLimit(max(1, cfg.Gateway.RateLimit.RequestsPerMinute))
 	g.cur.Store(p)
+	g.verify.again()
 	g.metrics.loaded(hash)
 	g.log.Info("config reloaded", "hash", hash, "orchestrators", len(m.Orchestrators))
 	// Applied around them, failing closed: one orchestrator's missing token
