@@ -16,6 +16,7 @@ import (
 
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/chat"
+	"github.com/garraia/garra/internal/sandboxz"
 )
 
 // The owner's chat API (the Web Console's routes):
@@ -54,7 +55,7 @@ var webChatID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 var chatAPIRoutes = []string{"GET /api/sessions", "GET /api/sessions/{id}/messages", "POST /api/sessions/{id}/messages"}
 
 // sandboxzRoute serves the last sandbox verdicts to the owner.
-const sandboxzRoute = "GET /sandboxz"
+const sandboxzRoute = "GET " + sandboxz.Path
 
 // chatAPI builds this policy's chat API handlers (nil without a key).
 func (g *policy) chatAPI() map[string]http.Handler {

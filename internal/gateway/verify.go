@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/garraia/garra/internal/sandboxz"
 	"github.com/garraia/garra/internal/tools"
 )
 
@@ -16,7 +17,8 @@ import (
 // will do, an MCP handshake with the sandbox and its tools/list under the
 // sandbox token, for every orchestrator with a sandbox: at start, after
 // every reload, and every VerifyInterval. GET /sandboxz gives the owner
-// (the operator holds the gateway key) the last verdicts.
+// (the operator holds the gateway key) the last verdicts (package
+// sandboxz is the wire format).
 
 // VerifyInterval is how often every sandbox is checked again.
 const VerifyInterval = 30 * time.Second
@@ -24,54 +26,23 @@ const VerifyInterval = 30 * time.Second
 // verifyTimeout bounds one sandbox's handshake.
 const verifyTimeout = 5 * time.Second
 
-// Reasons of a sandbox that is not verified (SandboxVerdict.Reason).
-const (
-	// VerifyTokenRefused: the sandbox answered 401 to the gateway's token.
-	VerifyTokenRefused = "TokenRefused"
-	// VerifyUnreachable: no MCP answer within the bound.
-	VerifyUnreachable = "Unreachable"
-	// VerifyNoTools: the handshake worked but the sandbox lists no tool.
-	VerifyNoTools = "NoTools"
-	// VerifyNoToken: the gateway has no token for the sandbox.
-	VerifyNoToken = "NoToken"
-)
-
-// SandboxVerdict is the last handshake with one orchestrator's sandbox.
-type SandboxVerdict struct {
-	Verified bool `json:"verified"`
-	// Reason is one of the Verify* reasons when not verified.
-	Reason string `json:"reason,omitempty"`
-	// Message says what happened, in a sentence (never the token).
-	Message string `json:"message"`
-	// Tools is how many tools the sandbox listed.
-	Tools     int       `json:"tools"`
-	CheckedAt time.Time `json:"checked_at"`
-}
-
-// SandboxReport is GET /sandboxz's body.
-type SandboxReport struct {
-	// ConfigHash is the config the verdicts were made under.
-	ConfigHash string                    `json:"config_hash"`
-	Sandboxes  map[string]SandboxVerdict `json:"sandboxes"`
-}
-
 // verdictOf turns one handshake's outcome into a verdict. It is pure, for
 // the table test.
-func verdictOf(nTools int, err error, at time.Time) SandboxVerdict {
-	v := SandboxVerdict{Tools: nTools, CheckedAt: at}
+func verdictOf(nTools int, err error, at time.Time) sandboxz.Verdict {
+	v := sandboxz.Verdict{Tools: nTools, CheckedAt: at}
 	switch {
 	case err == nil && nTools > 0:
 		v.Verified, v.Message = true, "the sandbox answered the gateway's MCP handshake and listed its tools"
 	case err == nil:
-		v.Reason, v.Message = VerifyNoTools, "the sandbox answered but lists no tool"
+		v.Reason, v.Message = sandboxz.NoTools, "the sandbox answered but lists no tool"
 	case errors.Is(err, errNoSandboxToken):
-		v.Reason, v.Message = VerifyNoToken, "the gateway has no token for this sandbox: "+oneLine(err.Error())
+		v.Reason, v.Message = sandboxz.NoToken, "the gateway has no token for this sandbox: "+oneLine(err.Error())
 	case errors.Is(err, tools.ErrRemoteUnauthorized):
-		v.Reason, v.Message = VerifyTokenRefused, "the sandbox refused the gateway's token: the orchestrator's Secret and the sandbox disagree"
+		v.Reason, v.Message = sandboxz.TokenRefused, "the sandbox refused the gateway's token: the orchestrator's Secret and the sandbox disagree"
 	case errors.Is(err, context.DeadlineExceeded):
-		v.Reason, v.Message = VerifyUnreachable, "no answer from the sandbox within "+verifyTimeout.String()
+		v.Reason, v.Message = sandboxz.Unreachable, "no answer from the sandbox within "+verifyTimeout.String()
 	default:
-		v.Reason, v.Message = VerifyUnreachable, "the sandbox could not be reached: "+oneLine(err.Error())
+		v.Reason, v.Message = sandboxz.Unreachable, "the sandbox could not be reached: "+oneLine(err.Error())
 	}
 	return v
 }
@@ -82,12 +53,12 @@ var errNoSandboxToken = errors.New("no sandbox token")
 type verifier struct {
 	mu       sync.Mutex
 	hash     string
-	verdicts map[string]SandboxVerdict
+	verdicts map[string]sandboxz.Verdict
 	poke     chan struct{}
 }
 
 func newVerifier() *verifier {
-	return &verifier{verdicts: map[string]SandboxVerdict{}, poke: make(chan struct{}, 1)}
+	return &verifier{verdicts: map[string]sandboxz.Verdict{}, poke: make(chan struct{}, 1)}
 }
 
 // again asks the loop for a round now (after a reload).
@@ -98,10 +69,10 @@ func (v *verifier) again() {
 	}
 }
 
-func (v *verifier) report() SandboxReport {
+func (v *verifier) report() sandboxz.Report {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	out := SandboxReport{ConfigHash: v.hash, Sandboxes: make(map[string]SandboxVerdict, len(v.verdicts))}
+	out := sandboxz.Report{ConfigHash: v.hash, Sandboxes: make(map[string]sandboxz.Verdict, len(v.verdicts))}
 	for k, x := range v.verdicts {
 		out.Sandboxes[k] = x
 	}
@@ -138,7 +109,7 @@ func (g *Gateway) verifySandboxes(ctx context.Context) {
 		}
 	}
 	sort.Strings(names)
-	out := make(map[string]SandboxVerdict, len(names))
+	out := make(map[string]sandboxz.Verdict, len(names))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, name := range names {
@@ -170,7 +141,7 @@ func (g *Gateway) verifySandboxes(ctx context.Context) {
 	}
 }
 
-func (g *Gateway) verifyOne(ctx context.Context, p *policy, c Caller) SandboxVerdict {
+func (g *Gateway) verifyOne(ctx context.Context, p *policy, c Caller) sandboxz.Verdict {
 	ctx, cancel := context.WithTimeout(ctx, verifyTimeout)
 	defer cancel()
 	token, err := c.Sandbox.Token(p.getenv)

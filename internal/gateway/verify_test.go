@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/garraia/garra/internal/gateway"
+	"github.com/garraia/garra/internal/sandboxz"
 )
 
 // getSandboxz GETs /sandboxz with token and decodes a 200's report.
-func getSandboxz(t *testing.T, url, token string) (int, gateway.SandboxReport) {
+func getSandboxz(t *testing.T, url, token string) (int, sandboxz.Report) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, url+"/sandboxz", nil)
 	if token != "" {
@@ -23,7 +24,7 @@ func getSandboxz(t *testing.T, url, token string) (int, gateway.SandboxReport) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var rep gateway.SandboxReport
+	var rep sandboxz.Report
 	if resp.StatusCode == http.StatusOK {
 		if err := json.NewDecoder(resp.Body).Decode(&rep); err != nil {
 			t.Fatal(err)
@@ -60,7 +61,7 @@ func TestSandboxesVerifiedByARealHandshake(t *testing.T) {
 	l.writeConfig(config("BAD"))
 	l.run()
 
-	var rep gateway.SandboxReport
+	var rep sandboxz.Report
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		code, r := getSandboxz(t, l.url, ownerKey)
@@ -79,10 +80,10 @@ func TestSandboxesVerifiedByARealHandshake(t *testing.T) {
 	if v := rep.Sandboxes["good"]; !v.Verified || v.Tools == 0 || v.Reason != "" {
 		t.Errorf("good: %+v", v)
 	}
-	if v := rep.Sandboxes["wrong"]; v.Verified || v.Reason != gateway.VerifyTokenRefused {
+	if v := rep.Sandboxes["wrong"]; v.Verified || v.Reason != sandboxz.TokenRefused {
 		t.Errorf("wrong token: %+v", v)
 	}
-	if v := rep.Sandboxes["gone"]; v.Verified || v.Reason != gateway.VerifyUnreachable || !strings.Contains(v.Message, "could not be reached") {
+	if v := rep.Sandboxes["gone"]; v.Verified || v.Reason != sandboxz.Unreachable || !strings.Contains(v.Message, "could not be reached") {
 		t.Errorf("gone: %+v", v)
 	}
 	if _, ok := rep.Sandboxes["local"]; ok {

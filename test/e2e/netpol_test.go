@@ -13,6 +13,8 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
@@ -88,6 +90,20 @@ var _ = Describe("Sandbox isolation at the network (NetworkPolicy enforced)", Or
 		Expect(k.provideVolumes(ctx, ns(), claimsOf(gs)...)).To(Succeed())
 		Expect(k.c.Create(ctx, gs)).To(Succeed())
 		waitReady(ctx, gs, 4*time.Minute)
+		// Through the policies: the gateway's handshake with each of the
+		// three sandboxes works, as the operator reports it.
+		start := time.Now()
+		Eventually(func(g Gomega) {
+			cur := &garrav1alpha1.GarraServer{}
+			g.Expect(k.c.Get(ctx, client.ObjectKeyFromObject(gs), cur)).To(Succeed())
+			c := meta.FindStatusCondition(cur.Status.Conditions, garrav1alpha1.ConditionVerified)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+			for _, o := range cur.Status.Orchestrators {
+				g.Expect(o.Verified).To(BeTrue(), o.Name)
+			}
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+		times.record("GarraServer Ready → Verified (3 sandboxes)", time.Since(start))
 
 		pods = map[string]*corev1.Pod{}
 		for _, o := range []string{"a", "b", "c"} {
