@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
-	"github.com/garraia/garra/internal/sandboxz"
 	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/sandboxz"
 )
 
 const (
