@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -1098,6 +1099,15 @@ var _ = Describe("GarraServer", func() {
 			"spec.llm.baseURL", "http or https"),
 		Entry("egress other than none|internet", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Orchestrators[0].Sandbox.Egress = "all" },
 			"spec.orchestrators[0].sandbox.egress", "Unsupported value"),
+		Entry("a runtimeClassName that is not a DNS-1123 subdomain", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Orchestrators[0].Sandbox.RuntimeClassName = ptr.To("gVisor_runsc")
+		}, "spec.orchestrators[0].sandbox.runtimeClassName", "runtimeClassName must be a DNS-1123 subdomain"),
+		Entry("33 sandbox node selector labels", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Orchestrators[0].Sandbox.NodeSelector = map[string]string{}
+			for i := range 33 {
+				gs.Spec.Orchestrators[0].Sandbox.NodeSelector[fmt.Sprintf("l%d", i)] = "x"
+			}
+		}, "spec.orchestrators[0].sandbox.nodeSelector", "must have at most 32 items"),
 		Entry("a name that cannot prefix a Service", func(gs *garrav1alpha1.GarraServer) { gs.Name = "team.a" },
 			"metadata.name", "DNS-1035 label"),
 		Entry("auth with two modes", func(gs *garrav1alpha1.GarraServer) {

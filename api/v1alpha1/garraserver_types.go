@@ -543,9 +543,32 @@ type SandboxSpec struct {
 	// +optional
 	Image string `json:"image,omitempty"`
 
-	// Resources of the sandbox container.
+	// Resources of the sandbox container. Each request must not exceed
+	// its limit (checked by the controller, which names the resource).
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// RuntimeClassName runs the sandbox pod under that RuntimeClass (gVisor,
+	// Kata Containers, where the cluster has one): a DNS-1123 subdomain.
+	// Empty means the cluster's default runtime.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="runtimeClassName must be a DNS-1123 subdomain (lower-case letters, digits, '-' and '.', starting and ending with a letter or digit), the name of a RuntimeClass"
+	// +optional
+	RuntimeClassName *string `json:"runtimeClassName,omitempty"`
+
+	// NodeSelector confines the sandbox pod to nodes with these labels
+	// (keys are label keys, values label values; checked by the
+	// controller).
+	// +kubebuilder:validation:MaxProperties=32
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Tolerations let the sandbox pod onto tainted nodes (a pool kept for
+	// sandboxes, a gVisor node group).
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
 	// Egress is what the sandbox may reach: none (default) or internet.
 	// +kubebuilder:default=none

@@ -3,7 +3,7 @@
 // the Dockerfile's two targets, plus the LLM double the end-to-end suite runs
 // inside a test cluster:
 //
-//	garra.tar            localhost/garra:TAG            /usr/local/bin/garra and /manager on an empty base, user 65532
+//	garra.tar            localhost/garra:TAG            /usr/local/bin/garra and /manager on an empty base, user 65532, entrypoint garra
 //	garra-sandbox.tar    localhost/garra-sandbox:TAG    `garra sandbox` on the Debian root file system of hack/sandbox-rootfs.sh
 //	garra-llmdouble.tar  localhost/garra-llmdouble:TAG  test/fakes/llmdouble/cmd/llmdouble -listen :8080 -admin
 //	garra-postgres.tar   localhost/garra-postgres:TAG   Debian's PostgreSQL (hack/postgres-rootfs.sh), a fresh server per pod
@@ -43,7 +43,15 @@ const Registry = "localhost"
 // operator's pods pin the same).
 const nonRoot = 65532
 
-const defaultPath = "/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin"
+// defaultPath is the PATH of the Dockerfile's bases (distroless and Debian).
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// The MCP registry accepts an OCI package only when its image carries the
+// server's name (server.json's "name") in this label.
+const (
+	MCPServerNameLabel = "io.modelcontextprotocol.server.name"
+	MCPServerName      = "io.github.garraia/garra"
+)
 
 func main() {
 	var o options
@@ -159,8 +167,7 @@ func build(o options) ([]written, error) {
 }
 
 // garraImage is the Dockerfile's `garra` target: both binaries, CA
-// certificates, a passwd naming 65532, and no entrypoint (each Deployment
-// names its command; garra is on PATH).
+// certificates, a passwd naming 65532, and garraConfig.
 func garraImage(o options, users v1.Layer) (v1.Image, error) {
 	files := []file{
 		{Path: "usr/local/bin/garra", From: o.Garra, Mode: 0o755},
@@ -174,11 +181,23 @@ func garraImage(o options, users v1.Layer) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	return image([]v1.Layer{users, bin}, v1.Config{
-		User: fmt.Sprintf("%d:%d", nonRoot, nonRoot),
-		Env:  []string{"PATH=" + defaultPath},
-		Cmd:  []string{"garra", "version"},
-	})
+	return image([]v1.Layer{users, bin}, garraConfig())
+}
+
+// garraConfig is the config of the Dockerfile's `garra` stage, field for
+// field (a test parses the Dockerfile and compares). The entrypoint is garra,
+// so `docker run -i IMAGE mcp-server`, what server.json tells MCP hosts to
+// run, is the stdio server; the Deployments name their own command
+// (/manager, garra gateway), which replaces the entrypoint.
+func garraConfig() v1.Config {
+	return v1.Config{
+		User:       fmt.Sprintf("%d:%d", nonRoot, nonRoot),
+		Env:        []string{"PATH=" + defaultPath, "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt", "HOME=/home/nonroot"},
+		WorkingDir: "/home/nonroot",
+		Entrypoint: []string{"garra"},
+		Cmd:        []string{"mcp-server"},
+		Labels:     map[string]string{MCPServerNameLabel: MCPServerName},
+	}
 }
 
 // sandboxImage is the Dockerfile's `sandbox` target: the Debian root file

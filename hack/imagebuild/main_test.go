@@ -98,7 +98,7 @@ func TestBuildWritesTheThreeImages(t *testing.T) {
 
 	fs, ep, user := files(t, got[0].Path, got[0].Ref)
 	if fs["usr/local/bin/garra"] != "GARRA" || fs["manager"] != "MANAGER" || fs["etc/ssl/certs/ca-certificates.crt"] != "CERTS" ||
-		!strings.Contains(fs["etc/passwd"], ":65532:65532:") || len(ep) != 0 || user != "65532:65532" {
+		!strings.Contains(fs["etc/passwd"], ":65532:65532:") || !slices.Equal(ep, []string{"garra"}) || user != "65532:65532" {
 		t.Errorf("garra image: entrypoint %v user %q files %v", ep, user, keys(fs))
 	}
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/audit"
@@ -61,6 +62,9 @@ type Options struct {
 	// nil = a client of the in-cluster API server (or of
 	// gateway.auth.kubeconfig), built when a config first needs one.
 	Reviewer authn.Reviewer
+	// TracerProvider traces MCP requests, LLM calls and sandbox calls;
+	// nil = tracing off, and nothing is instrumented.
+	TracerProvider trace.TracerProvider
 }
 
 // requestIDHeader carries the id of a call's HTTP request from the
@@ -89,6 +93,7 @@ type Gateway struct {
 	sdkLog      *slog.Logger
 	reqCtx      *mcpcancel.Requests
 	reviewers   *reviewers
+	tracing     trace.TracerProvider // nil = off
 
 	cur        atomic.Pointer[policy]
 	configPath string
@@ -193,6 +198,7 @@ func New(o Options) (*Gateway, error) {
 		resync:      o.ReloadResync,
 		hardStop:    make(chan struct{}),
 		reviewers:   &reviewers{given: o.Reviewer},
+		tracing:     o.TracerProvider,
 	}
 	// The SDK logs every stateless POST at info (connect, disconnect):
 	// keep only its warnings.
@@ -236,7 +242,8 @@ func (g *Gateway) newPolicy(cfg *config.Config, hash, fp string) (*policy, error
 		builtinRed: redact.Default().WithSecrets(secrets...),
 		egress:     webFetchGuard(m, g.log),
 	}
-	p.askCore = &ask.Core{Config: cfg, Redactor: p.builtinRed, Getenv: g.getenv, NewProvider: g.newProvider, Retries: ask.DefaultRetries, Now: g.now}
+	p.askCore = &ask.Core{Config: cfg, Redactor: p.builtinRed, Getenv: g.getenv, NewProvider: g.newProvider, Retries: ask.DefaultRetries, Now: g.now,
+		TracerProvider: g.tracing}
 
 	switch {
 	case !m.Enabled:
@@ -265,6 +272,11 @@ func (g *Gateway) newPolicy(cfg *config.Config, hash, fp string) (*policy, error
 	p.sandboxz = p.ownerOnly(http.HandlerFunc(p.apiSandboxes))
 	return p, nil
 }
+
+// Redactor is the redaction in force: the built-in rules, the config's
+// redact_patterns and every secret value it names. The trace exporter
+// asks it for each batch, so a reload's new secrets are covered.
+func (g *Gateway) Redactor() *redact.Redactor { return g.cur.Load().red }
 
 // Handler is the gateway's HTTP surface. Each request loads the policy
 // in force once; /mcp and the chat API exist when that policy mounts them.
