@@ -37,6 +37,12 @@ type GarraServerReconciler struct {
 	Probe GatewayProbe
 	// ProbeURL is where Probe asks; nil means GatewayReadyzURL.
 	ProbeURL func(*garrav1alpha1.GarraServer) string
+	// SandboxProbe asks the gateway how its handshake with each sandbox
+	// went (the Verified condition); nil means it is not asked.
+	SandboxProbe SandboxProbe
+	// SandboxProbeURL is where SandboxProbe asks; nil means
+	// GatewaySandboxzURL.
+	SandboxProbeURL func(*garrav1alpha1.GarraServer) string
 }
 
 func (r *GarraServerReconciler) now() time.Time {

@@ -19,6 +19,7 @@ import (
 // +kubebuilder:resource:shortName=garra;gs,categories=garra
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Orchestrators",type=string,JSONPath=`.status.orchestratorsReady`,description="ready/total sandboxes"
+// +kubebuilder:printcolumn:name="Verified",type=string,JSONPath=`.status.conditions[?(@.type=="Verified")].status`,description="whether the gateway's handshake with every sandbox works"
 // +kubebuilder:printcolumn:name="Config",type=string,JSONPath=`.status.conditions[?(@.type=="ConfigApplied")].reason`,description="whether the gateway runs the rendered config"
 // +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=`.status.endpoint`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -592,8 +593,8 @@ type GarraServerStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions are Ready, GatewayReady, OrchestratorsReady and
-	// ConfigApplied.
+	// Conditions are Ready, GatewayReady, OrchestratorsReady, ConfigApplied
+	// and Verified.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -640,6 +641,16 @@ type OrchestratorStatus struct {
 	// (its bearer or its sandbox token) is still accepted.
 	// +optional
 	TokenRotation *TokenRotationStatus `json:"tokenRotation,omitempty"`
+	// Verified is true when the gateway's last MCP handshake with its
+	// sandbox, under the sandbox token, worked.
+	Verified bool `json:"verified"`
+	// VerifiedReason says why not: TokenRefused, Unreachable, NoTools,
+	// NoToken, or NotChecked (the gateway has not reported on it yet).
+	// +optional
+	VerifiedReason string `json:"verifiedReason,omitempty"`
+	// VerifiedMessage is the gateway's sentence about the last handshake.
+	// +optional
+	VerifiedMessage string `json:"verifiedMessage,omitempty"`
 }
 
 // TokenRotationStatus is an overlap in progress.

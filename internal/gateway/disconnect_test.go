@@ -186,19 +186,16 @@ func startWithSandbox(t *testing.T, sbxURL, llmURL, extra string) *harness {
 }
 
 // startSandbox serves a real `garra sandbox` on 127.0.0.1 over a temp
-// workspace: its MCP URL, its log and the workspace.
-func startSandbox(t *testing.T) (url string, logs *testlog.Buffer, workspace string) {
-	t.Helper()
-	return startSandboxWith(t, sandbox.Options{})
-}
-
-// startSandboxWith is startSandbox with more options (its workspace,
-// token and logger are set here).
-func startSandboxWith(t *testing.T, o sandbox.Options) (url string, logs *testlog.Buffer, workspace string) {
+// workspace: its MCP URL, its log and the workspace. opts adjust its
+// options.
+func startSandbox(t *testing.T, opts ...func(*sandbox.Options)) (url string, logs *testlog.Buffer, workspace string) {
 	t.Helper()
 	workspace = t.TempDir()
 	logs = &testlog.Buffer{}
-	o.Workspace, o.Token, o.Logger = workspace, sandboxToken, slog.New(slog.NewTextHandler(logs, nil))
+	o := sandbox.Options{Workspace: workspace, Token: sandboxToken, Logger: slog.New(slog.NewTextHandler(logs, nil))}
+	for _, f := range opts {
+		f(&o)
+	}
 	srv, err := sandbox.New(o)
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,9 @@ func TestAgentPromptNamesTheSandboxToolchain(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bin, "go"), []byte("#!/bin/sh\necho 'go version go1.99.1 linux/amd64'\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sbxURL, sbxLogs, _ := startSandboxWith(t, sandbox.Options{ToolchainPATH: bin, RequiredTools: []string{"go", "node"}})
+	sbxURL, sbxLogs, _ := startSandbox(t, func(o *sandbox.Options) {
+		o.ToolchainPATH, o.RequiredTools = bin, []string{"go", "node"}
+	})
 	double := llmdouble.New(t, llmdouble.Step{Text: "done"}, llmdouble.Step{Text: "done again"})
 	h := startWithSandbox(t, sbxURL, double.OpenAIBaseURL(), "")
 	cs := client(t, h.url, "alpha-token-1234567")
@@ -60,7 +62,7 @@ func TestToolchainResourceIsTheCallersOwn(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(bin, prog), []byte("#!/bin/sh\necho '"+line+"'\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		url, _, _ := startSandboxWith(t, sandbox.Options{ToolchainPATH: bin})
+		url, _, _ := startSandbox(t, func(o *sandbox.Options) { o.ToolchainPATH = bin })
 		return url
 	}
 	urlA, urlB := sandboxWith("go", "go version go1.99.1"), sandboxWith("make", "GNU Make 4.4.1")

@@ -112,11 +112,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/filewatch"
 	"github.com/garraia/garra/internal/jail"
 	"github.com/garraia/garra/internal/mcpcancel"
+	"github.com/garraia/garra/internal/telemetry"
 	"github.com/garraia/garra/internal/toolchain"
 	"github.com/garraia/garra/internal/tools"
 )
@@ -197,6 +199,10 @@ type Options struct {
 	// ToolchainTTL is how long a discovery is served before the next read
 	// runs it again (DefaultToolchainTTL when not positive).
 	ToolchainTTL time.Duration
+	// TracerProvider makes each MCP request a SERVER span, a child of
+	// the gateway's span when its traceparent header came along; nil =
+	// untraced.
+	TracerProvider trace.TracerProvider
 }
 
 // DefaultToolchainTTL is how long one toolchain discovery is served: the
@@ -312,6 +318,9 @@ func New(o Options) (*Server, error) {
 		}, s.toolHandler(t.Name))
 	}
 	s.addToolchainResource()
+	if o.TracerProvider != nil {
+		s.mcp.AddReceivingMiddleware(telemetry.ServerMiddleware(o.TracerProvider, telemetry.TransportTCP))
+	}
 	s.handler = s.buildHandler()
 	return s, nil
 }
