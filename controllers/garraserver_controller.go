@@ -107,7 +107,8 @@ type reconcileState struct {
 //     reported, not fatal);
 //  5. apply the gateway's objects (the tokens Secret first, then remove a
 //     handled rotate-token annotation), then each orchestrator's;
-//  6. delete the objects of orchestrators no longer in the spec;
+//  6. scale to zero the idle-enabled sandboxes without a recent call,
+//     then delete the objects of orchestrators no longer in the spec;
 //  7. write the status, derived from what is in the cluster now and from
 //     the gateway's answer about the config it runs.
 //
@@ -140,8 +141,10 @@ func (r *GarraServerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		{"generate secrets", r.ensureSecrets},
 		{"read secrets", r.readSecrets},
 		{"apply identity", r.applyIdentity},
+		{"apply wake role", func(ctx context.Context, s *reconcileState) error { return r.applyWakeRole(ctx, s.gs) }},
 		{"apply gateway", r.applyGateway},
 		{"apply orchestrators", r.applyOrchestrators},
+		{"suspend idle sandboxes", r.suspendIdle},
 		{"remove orchestrators", r.removeStale},
 	}
 	var stepErr error
