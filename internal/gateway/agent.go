@@ -64,10 +64,15 @@ func (g *policy) runAgent(ctx context.Context, c Caller, req ask.Request, timeou
 	return env
 }
 
-// toolchainReadTimeout bounds reading a sandbox's toolchain before a run:
-// the sandbox discovers it at start and serves it from memory, so a slow
-// answer means a sandbox in trouble, and the run goes on without it.
-const toolchainReadTimeout = 5 * time.Second
+// Bounds on reading a sandbox's toolchain. The sandbox serves it from
+// memory once its first discovery (at start) is done, so only a sandbox
+// just started or in trouble is slow: a run then goes on without it after
+// toolchainPromptTimeout rather than waiting; an explicit read of the
+// resource waits up to toolchainReadTimeout.
+const (
+	toolchainPromptTimeout = 2 * time.Second
+	toolchainReadTimeout   = 5 * time.Second
+)
 
 // sandboxToolchain is c's sandbox toolchain as a paragraph of the system
 // prompt, or "" when c has no sandbox or it cannot be read (the run goes
@@ -76,7 +81,7 @@ func (g *policy) sandboxToolchain(ctx context.Context, c Caller) string {
 	if c.Sandbox == nil || c.Sandbox.URL == "" {
 		return ""
 	}
-	rep, err := g.readSandboxToolchain(ctx, c)
+	rep, err := g.readSandboxToolchain(ctx, c, toolchainPromptTimeout)
 	if err != nil {
 		g.log.Warn("sandbox toolchain not read; the agent's prompt does not name it", "caller", c.Name, "error", err)
 		return ""
@@ -85,16 +90,17 @@ func (g *policy) sandboxToolchain(ctx context.Context, c Caller) string {
 }
 
 // readSandboxToolchain reads garra://sandbox/toolchain from c's own
-// sandbox with c's sandbox token, within toolchainReadTimeout, and
-// sanitises it: the sandbox is where bash runs, so what it says is data.
-func (g *policy) readSandboxToolchain(ctx context.Context, c Caller) (toolchain.Report, error) {
+// sandbox with c's sandbox token, within bound, and sanitises it: the
+// sandbox is where bash runs, so what it says is data.
+func (g *policy) readSandboxToolchain(ctx context.Context, c Caller, bound time.Duration) (toolchain.Report, error) {
 	token, err := c.Sandbox.Token(g.getenv)
 	if err != nil {
 		return toolchain.Report{}, fmt.Errorf("sandbox token: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, toolchainReadTimeout)
+	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	text, err := tools.NewRemote(tools.RemoteOptions{URL: c.Sandbox.URL, Token: token}).ReadResource(ctx, toolchain.URI)
+	remote := tools.NewRemote(tools.RemoteOptions{URL: c.Sandbox.URL, Token: token, TracerProvider: g.tracing})
+	text, err := remote.ReadResource(ctx, toolchain.URI)
 	if err != nil {
 		return toolchain.Report{}, err
 	}

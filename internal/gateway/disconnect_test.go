@@ -192,7 +192,10 @@ func startSandbox(t *testing.T, opts ...func(*sandbox.Options)) (url string, log
 	t.Helper()
 	workspace = t.TempDir()
 	logs = &testlog.Buffer{}
-	o := sandbox.Options{Workspace: workspace, Token: sandboxToken, Logger: slog.New(slog.NewTextHandler(logs, nil))}
+	// An empty toolchain PATH: each run reads the toolchain, and this
+	// machine's own PATH would make its first discovery slow.
+	o := sandbox.Options{Workspace: workspace, Token: sandboxToken, Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		ToolchainPATH: t.TempDir()}
 	for _, f := range opts {
 		f(&o)
 	}

@@ -357,7 +357,7 @@ func (g *policy) readToolchain(c Caller) mcp.ResourceHandler {
 		if !ResourceVisible(c, g.switches, ResourceToolchain) {
 			return nil, refusedRead(ctx, ResourceToolchain, "", req.Params.URI)
 		}
-		rep, err := g.readSandboxToolchain(ctx, c)
+		rep, err := g.readSandboxToolchain(ctx, c, toolchainReadTimeout)
 		if err != nil {
 			g.log.Warn("sandbox toolchain not read", "caller", c.Name, "error", err)
 			note(ctx, ResourceToolchain, "", audit.OutcomeError, KindUnavailable)

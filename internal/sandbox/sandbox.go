@@ -288,6 +288,7 @@ func New(o Options) (*Server, error) {
 	}
 	s.tokens.Store(&sums)
 	s.stopCtx, s.stopCalls = context.WithCancel(context.Background())
+	s.toolchain.base = s.stopCtx
 	if s.shutdown <= 0 {
 		s.shutdown = DefaultShutdownTimeout
 	}
@@ -611,7 +612,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	// Discover once at start, so the gateway's first read of the
 	// toolchain does not wait for it.
-	go s.toolchain.get(ctx)
+	s.toolchain.warm()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

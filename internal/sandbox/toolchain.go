@@ -3,26 +3,31 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/garraia/garra/internal/toolchain"
 )
 
-// toolchainCache serves one discovery for its TTL. Reads that find it
-// stale wait for one new discovery between them rather than each running
-// their own.
+// toolchainCache serves the last discovery and runs a new one, in the
+// background, once that is older than its TTL: a read never waits for a
+// discovery except the very first (bounded by the reader's context). One
+// discovery runs at a time, whoever asks.
 type toolchainCache struct {
 	opts toolchain.Options
 	ttl  time.Duration
+	base context.Context // the server's life: a discovery ends with it
 
-	mu     sync.Mutex
-	report *toolchain.Report
-	at     time.Time
+	mu      sync.Mutex
+	report  *toolchain.Report
+	at      time.Time
+	running chan struct{} // closed when the discovery in flight ends; nil = none
 }
 
 func newToolchainCache(o Options) *toolchainCache {
@@ -37,21 +42,65 @@ func newToolchainCache(o Options) *toolchainCache {
 	return &toolchainCache{
 		opts: toolchain.Options{PATH: path, Home: os.Getenv("HOME"), Required: o.RequiredTools},
 		ttl:  ttl,
+		base: context.Background(),
 	}
 }
 
-func (c *toolchainCache) get(ctx context.Context) toolchain.Report {
+// refresh starts a discovery unless one runs; the caller holds mu. It
+// returns the channel closed when that discovery ends.
+func (c *toolchainCache) refresh() chan struct{} {
+	if c.running != nil {
+		return c.running
+	}
+	done := make(chan struct{})
+	c.running = done
+	go func() {
+		rep := toolchain.Discover(c.base, c.opts)
+		c.mu.Lock()
+		if c.base.Err() == nil {
+			c.report, c.at = &rep, time.Now()
+		}
+		c.running = nil
+		c.mu.Unlock()
+		close(done)
+	}()
+	return done
+}
+
+// errDiscovering answers a first read that gave up waiting.
+var errDiscovering = errors.New("the toolchain is still being discovered: read it again shortly")
+
+func (c *toolchainCache) get(ctx context.Context) (toolchain.Report, error) {
+	c.mu.Lock()
+	rep := c.report
+	if rep == nil || time.Since(c.at) >= c.ttl {
+		done := c.refresh()
+		if rep == nil {
+			c.mu.Unlock()
+			select {
+			case <-done:
+			case <-ctx.Done():
+				return toolchain.Report{}, errDiscovering
+			}
+			c.mu.Lock()
+			rep = c.report
+		}
+	}
+	c.mu.Unlock()
+	if rep == nil {
+		return toolchain.Report{}, errDiscovering
+	}
+	return *rep, nil
+}
+
+// warm starts the first discovery, so that the first read does not wait
+// for all of it.
+func (c *toolchainCache) warm() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.report != nil && time.Since(c.at) < c.ttl {
-		return *c.report
+	if c.report == nil {
+		c.refresh()
 	}
-	rep := toolchain.Discover(ctx, c.opts)
-	if ctx.Err() == nil {
-		// A discovery cut short by its caller is answered but not kept.
-		c.report, c.at = &rep, time.Now()
-	}
-	return rep
 }
 
 // addToolchainResource serves what the image offers as
@@ -66,7 +115,11 @@ func (s *Server) addToolchainResource() {
 	}, func(ctx context.Context, _ *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		ctx, stop := s.untilShutdown(ctx)
 		defer stop()
-		rep := s.toolchain.get(ctx)
+		rep, err := s.toolchain.get(ctx)
+		if err != nil {
+			s.log.Info("resource read", "uri", toolchain.URI, "outcome", "pending")
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		}
 		data, err := json.Marshal(rep)
 		if err != nil {
 			return nil, fmt.Errorf("encode the toolchain: %w", err)
