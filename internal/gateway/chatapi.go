@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -48,7 +49,9 @@ const (
 	NewSessionID = "new"
 )
 
-var webChatID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var webChatID = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+})
 
 // chatAPIRoutes are the chat API's patterns, registered once; each
 // request finds its handler in the policy in force (404 without a key).
@@ -166,7 +169,7 @@ func (g *policy) apiPostMessage(w http.ResponseWriter, r *http.Request) {
 	case ok && channel != chat.ChannelWeb:
 		writeJSONError(w, http.StatusBadRequest, string(errkinds.ChannelUnsupported), "only web conversations take messages here")
 		return
-	case !ok || !webChatID.MatchString(chatID):
+	case !ok || !webChatID().MatchString(chatID):
 		writeJSONError(w, http.StatusBadRequest, string(errkinds.InvalidParams), `id: "new" or "web:" followed by 1-64 of A-Z a-z 0-9 _ -`)
 		return
 	}
