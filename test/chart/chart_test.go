@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -126,9 +127,10 @@ func renderRaw(t *testing.T, valuesYAML string) (map[string]string, error) {
 	if err := yaml.Unmarshal([]byte(valuesYAML), &vals); err != nil {
 		t.Fatalf("values: %v", err)
 	}
+	// ToRenderValues validates against values.schema.json, as helm install does.
 	top, err := util.ToRenderValues(c, vals, common.ReleaseOptions{Name: releaseName, Namespace: releaseNS, IsInstall: true, Revision: 1}, nil)
 	if err != nil {
-		t.Fatalf("render values: %v", err)
+		return nil, fmt.Errorf("values: %w", err)
 	}
 	return engine.Render(c, top)
 }
