@@ -37,6 +37,9 @@ type GarraServerReconciler struct {
 	Probe GatewayProbe
 	// ProbeURL is where Probe asks; nil means GatewayReadyzURL.
 	ProbeURL func(*garrav1alpha1.GarraServer) string
+	// ServiceMonitors: apply a ServiceMonitor per gateway (the manager
+	// found the Prometheus Operator's CRD at start).
+	ServiceMonitors bool
 }
 
 func (r *GarraServerReconciler) now() time.Time {
@@ -100,7 +103,8 @@ type reconcileState struct {
 //     template's hash, the tokens NAME-gateway-tokens; a missing one is
 //     reported, not fatal);
 //  5. apply the gateway's objects (the tokens Secret first, then remove a
-//     handled rotate-token annotation), then each orchestrator's;
+//     handled rotate-token annotation; its ServiceMonitor when the
+//     Prometheus Operator is installed), then each orchestrator's;
 //  6. delete the objects of orchestrators no longer in the spec;
 //  7. write the status, derived from what is in the cluster now and from
 //     the gateway's answer about the config it runs.
@@ -135,6 +139,7 @@ func (r *GarraServerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		{"read secrets", r.readSecrets},
 		{"apply identity", r.applyIdentity},
 		{"apply gateway", r.applyGateway},
+		{"apply service monitor", r.applyServiceMonitor},
 		{"apply orchestrators", r.applyOrchestrators},
 		{"remove orchestrators", r.removeStale},
 	}

@@ -55,9 +55,14 @@ type Images struct {
 	Garra, Sandbox string
 }
 
-// Option changes how Setup wires the reconciler (tests only: the manager
-// passes none).
+// Option changes how Setup wires the reconciler.
 type Option func(*GarraServerReconciler)
+
+// WithoutServiceMonitors applies no ServiceMonitor per gateway even when the
+// Prometheus Operator is installed (--gateway-service-monitors=false).
+func WithoutServiceMonitors() Option {
+	return func(r *GarraServerReconciler) { r.ServiceMonitors = false }
+}
 
 // WithGatewayProbe replaces the HTTP question to the gateway's /readyz
 // and where it is sent.
@@ -70,7 +75,13 @@ func WithGatewayProbe(p GatewayProbe, url func(*garrav1alpha1.GarraServer) strin
 // and API reader, an event recorder under the field owner's name,
 // crypto/rand for generated credentials, and an HTTP probe of each
 // gateway's /readyz (ProbeTimeout per question, no redirects followed).
+// It asks the API server once whether it serves ServiceMonitors: a
+// Prometheus Operator installed later needs a restart of the manager.
 func Setup(mgr ctrl.Manager, images Images, opts ...Option) error {
+	monitors, err := ServiceMonitorsServed(mgr.GetRESTMapper())
+	if err != nil {
+		return err
+	}
 	r := &GarraServerReconciler{
 		Client:       mgr.GetClient(),
 		APIReader:    mgr.GetAPIReader(),
@@ -82,6 +93,7 @@ func Setup(mgr ctrl.Manager, images Images, opts ...Option) error {
 			Timeout:       ProbeTimeout,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}),
+		ServiceMonitors: monitors,
 	}
 	for _, o := range opts {
 		o(r)
@@ -97,7 +109,11 @@ func (r *GarraServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		func(o client.Object) []string { return ReferencedSecretNames(o.(*garrav1alpha1.GarraServer)) }); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if r.ServiceMonitors {
+		b = b.Owns(newServiceMonitor())
+	}
+	return b.
 		Named(ControllerName).
 		For(&garrav1alpha1.GarraServer{}).
 		Owns(&appsv1.Deployment{}).

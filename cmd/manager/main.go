@@ -3,8 +3,10 @@
 //
 // Flags: --metrics-bind-address (":8080"; "0" disables),
 // --health-probe-bind-address (":8081", serving /healthz and /readyz),
-// --leader-elect, --garra-image, --sandbox-image, and controller-runtime's
-// --kubeconfig (or $KUBECONFIG, or the in-cluster config).
+// --leader-elect, --garra-image, --sandbox-image, --gateway-service-monitors
+// (true: a ServiceMonitor per gateway when the Prometheus Operator's CRD is
+// installed), and controller-runtime's --kubeconfig (or $KUBECONFIG, or the
+// in-cluster config).
 package main
 
 import (
@@ -21,6 +23,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -43,7 +46,11 @@ type options struct {
 	leaderElect              bool
 	garraImage, sandboxImage string
 	leaderElectionNamespace  string
+	serviceMonitors          bool
 	zap                      zap.Options
+	// skipNameValidation lets tests run several managers in one process
+	// (controller names are unique per process); no flag sets it.
+	skipNameValidation bool
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
@@ -54,6 +61,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader Lease (default: the pod's namespace)")
 	fs.StringVar(&o.garraImage, "garra-image", defaultGarraImage, "gateway image of a GarraServer with an empty spec.image")
 	fs.StringVar(&o.sandboxImage, "sandbox-image", defaultSandboxImage, "sandbox image of an orchestrator with no image of its own nor spec.sandboxImage")
+	fs.BoolVar(&o.serviceMonitors, "gateway-service-monitors", true, "create a ServiceMonitor per gateway when the API server serves monitoring.coreos.com/v1 ServiceMonitors")
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -104,11 +112,16 @@ func run(ctx context.Context, o options, cfg *rest.Config) error {
 		// The manager exits right after losing the lease, so stepping down
 		// early is safe and speeds up a rollout.
 		LeaderElectionReleaseOnCancel: true,
+		Controller:                    config.Controller{SkipNameValidation: &o.skipNameValidation},
 	})
 	if err != nil {
 		return fmt.Errorf("new manager: %w", err)
 	}
-	if err := controllers.Setup(mgr, controllers.Images{Garra: o.garraImage, Sandbox: o.sandboxImage}); err != nil {
+	var setupOpts []controllers.Option
+	if !o.serviceMonitors {
+		setupOpts = append(setupOpts, controllers.WithoutServiceMonitors())
+	}
+	if err := controllers.Setup(mgr, controllers.Images{Garra: o.garraImage, Sandbox: o.sandboxImage}, setupOpts...); err != nil {
 		return fmt.Errorf("set up controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -11,17 +11,22 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
+	"github.com/garraia/garra/controllers"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -31,9 +36,9 @@ func TestParseFlags(t *testing.T) {
 		want    options
 		wantErr bool
 	}{
-		{"defaults", nil, options{metricsAddr: ":8080", probeAddr: ":8081", garraImage: "garra:latest", sandboxImage: "garra:latest"}, false},
+		{"defaults", nil, options{metricsAddr: ":8080", probeAddr: ":8081", garraImage: "garra:latest", sandboxImage: "garra:latest", serviceMonitors: true}, false},
 		{"everything", []string{"--metrics-bind-address=0", "--health-probe-bind-address=:9000", "--leader-elect",
-			"--garra-image=reg/garra:1", "--sandbox-image=reg/sandbox:1", "--leader-election-namespace=ops"},
+			"--garra-image=reg/garra:1", "--sandbox-image=reg/sandbox:1", "--leader-election-namespace=ops", "--gateway-service-monitors=false"},
 			options{metricsAddr: "0", probeAddr: ":9000", leaderElect: true, garraImage: "reg/garra:1", sandboxImage: "reg/sandbox:1", leaderElectionNamespace: "ops"}, false},
 		{"stray argument", []string{"serve"}, options{}, true},
 		{"unknown flag", []string{"--nope"}, options{}, true},
@@ -51,7 +56,8 @@ func TestParseFlags(t *testing.T) {
 			}
 			got.zap = options{}.zap
 			if got.metricsAddr != tc.want.metricsAddr || got.probeAddr != tc.want.probeAddr || got.leaderElect != tc.want.leaderElect ||
-				got.garraImage != tc.want.garraImage || got.sandboxImage != tc.want.sandboxImage || got.leaderElectionNamespace != tc.want.leaderElectionNamespace {
+				got.garraImage != tc.want.garraImage || got.sandboxImage != tc.want.sandboxImage || got.leaderElectionNamespace != tc.want.leaderElectionNamespace ||
+				got.serviceMonitors != tc.want.serviceMonitors {
 				t.Errorf("options = %+v, want %+v", got, tc.want)
 			}
 		})
@@ -61,48 +67,13 @@ func TestParseFlags(t *testing.T) {
 // TestRunServesProbesAndReconciles runs the manager as main does against a
 // real kube-apiserver (the envtest binaries, found as the controllers suite
 // finds them): /healthz and /readyz answer and a GarraServer gets its
-// gateway Deployment with the --garra-image default.
+// gateway Deployment with the --garra-image default. The API server serves
+// no ServiceMonitor, and the manager runs without.
 func TestRunServesProbesAndReconciles(t *testing.T) {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		script := filepath.Join("..", "..", "hack", "envtest.sh")
-		if _, err := os.Stat(script); errors.Is(err, os.ErrNotExist) {
-			t.Skip("KUBEBUILDER_ASSETS is unset and hack/envtest.sh is absent: no kube-apiserver to run against")
-		}
-		out, err := exec.Command(script, "--check").Output()
-		if err != nil {
-			t.Fatalf("envtest binaries are not built yet (%v): run `make envtest-suite` or set KUBEBUILDER_ASSETS", err)
-		}
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		assets = lines[len(lines)-1]
-	}
-	env := &envtest.Environment{
-		CRDDirectoryPaths:       []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing:   true,
-		BinaryAssetsDirectory:   assets,
-		ControlPlaneStopTimeout: 90 * time.Second,
-	}
-	cfg, err := env.Start()
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stop control plane: %v", err)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-
+	cfg := startEnv(t)
 	probe := freeAddr(t)
-	o := options{metricsAddr: "0", probeAddr: probe, garraImage: "garra:from-flag", sandboxImage: "sandbox:from-flag"}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, o, cfg) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	})
+	o := options{metricsAddr: "0", probeAddr: probe, garraImage: "garra:from-flag", sandboxImage: "sandbox:from-flag", serviceMonitors: true}
+	startRun(t, o, cfg)
 
 	for _, path := range []string{"/healthz", "/readyz"} {
 		waitFor(t, path, func() error {
@@ -118,27 +89,165 @@ func TestRunServesProbesAndReconciles(t *testing.T) {
 		})
 	}
 
-	c, err := client.New(cfg, client.Options{Scheme: newScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "smoke"}}
-	gs := &garrav1alpha1.GarraServer{
-		ObjectMeta: metav1.ObjectMeta{Name: "smoke", Namespace: "smoke"},
-		Spec:       garrav1alpha1.GarraServerSpec{LLM: garrav1alpha1.LLMSpec{Provider: garrav1alpha1.ProviderOllama}},
-	}
-	for _, obj := range []client.Object{ns, gs} {
-		if err := c.Create(ctx, obj); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c := newClient(t, cfg)
+	createServer(t, c, "smoke", "smoke")
 	waitFor(t, "gateway Deployment", func() error {
 		d := &appsv1.Deployment{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: "smoke", Name: "smoke-gateway"}, d); err != nil {
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: "smoke", Name: "smoke-gateway"}, d); err != nil {
 			return err
 		}
 		if img := d.Spec.Template.Spec.Containers[0].Image; img != "garra:from-flag" {
 			return fmt.Errorf("image %q", img)
+		}
+		return nil
+	})
+}
+
+// envtestAssets is $KUBEBUILDER_ASSETS or what `hack/envtest.sh --check`
+// prints (it never builds).
+func envtestAssets(t *testing.T) string {
+	t.Helper()
+	if assets := os.Getenv("KUBEBUILDER_ASSETS"); assets != "" {
+		return assets
+	}
+	script := filepath.Join("..", "..", "hack", "envtest.sh")
+	if _, err := os.Stat(script); errors.Is(err, os.ErrNotExist) {
+		t.Skip("KUBEBUILDER_ASSETS is unset and hack/envtest.sh is absent: no kube-apiserver to run against")
+	}
+	out, err := exec.Command(script, "--check").Output()
+	if err != nil {
+		t.Fatalf("envtest binaries are not built yet (%v): run `make envtest-suite` or set KUBEBUILDER_ASSETS", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1]
+}
+
+// startEnv starts kube-apiserver and etcd with the GarraServer CRD and the
+// CRDs of extraCRDDirs, stopped when the test ends.
+func startEnv(t *testing.T, extraCRDDirs ...string) *rest.Config {
+	t.Helper()
+	env := &envtest.Environment{
+		CRDDirectoryPaths:       append([]string{filepath.Join("..", "..", "config", "crd", "bases")}, extraCRDDirs...),
+		ErrorIfCRDPathMissing:   true,
+		BinaryAssetsDirectory:   envtestAssets(t),
+		ControlPlaneStopTimeout: 90 * time.Second,
+	}
+	cfg, err := env.Start()
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stop control plane: %v", err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// startRun runs the manager as main does until the test ends.
+func startRun(t *testing.T, o options, cfg *rest.Config) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	o.skipNameValidation = true
+	go func() { done <- run(ctx, o, cfg) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	})
+}
+
+func newClient(t *testing.T, cfg *rest.Config) client.Client {
+	t.Helper()
+	c, err := client.New(cfg, client.Options{Scheme: newScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// createServer creates namespace ns (if need be) and a GarraServer in it.
+func createServer(t *testing.T, c client.Client, ns, name string) *garrav1alpha1.GarraServer {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	gs := &garrav1alpha1.GarraServer{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       garrav1alpha1.GarraServerSpec{LLM: garrav1alpha1.LLMSpec{Provider: garrav1alpha1.ProviderOllama}},
+	}
+	if err := c.Create(ctx, gs); err != nil {
+		t.Fatal(err)
+	}
+	return gs
+}
+
+// TestGatewayServiceMonitor: with the ServiceMonitor CRD installed, the
+// manager applies one per gateway, server-side under its field owner,
+// controlled by the GarraServer, scraping /metrics on the port named mcp
+// of the gateway Service; a deleted one comes back.
+func TestGatewayServiceMonitor(t *testing.T) {
+	cfg := startEnv(t, filepath.Join("testdata", "crds"))
+	o := options{metricsAddr: "0", probeAddr: "0", garraImage: "garra:x", sandboxImage: "sandbox:x", serviceMonitors: true}
+	startRun(t, o, cfg)
+	c := newClient(t, cfg)
+	ctx := context.Background()
+	gs := createServer(t, c, "mon", "team")
+
+	key := client.ObjectKey{Namespace: "mon", Name: "team-gateway"}
+	sm := &unstructured.Unstructured{}
+	sm.SetGroupVersionKind(controllers.ServiceMonitorGVK)
+	waitFor(t, "ServiceMonitor", func() error { return c.Get(ctx, key, sm) })
+
+	if ref := metav1.GetControllerOf(sm); ref == nil || ref.UID != gs.UID || ref.Kind != "GarraServer" {
+		t.Errorf("controller of the ServiceMonitor = %+v, want GarraServer %s", ref, gs.UID)
+	}
+	var appliers []string
+	for _, mf := range sm.GetManagedFields() {
+		if mf.Operation == metav1.ManagedFieldsOperationApply {
+			appliers = append(appliers, mf.Manager)
+		}
+	}
+	if !slices.Equal(appliers, []string{controllers.FieldOwner}) {
+		t.Errorf("applied by %v, want only %s", appliers, controllers.FieldOwner)
+	}
+	eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	if len(eps) != 1 {
+		t.Fatalf("endpoints = %v", eps)
+	}
+	if ep := eps[0].(map[string]any); ep["port"] != controllers.PortName || ep["path"] != "/metrics" {
+		t.Errorf("endpoint = %v", ep)
+	}
+	svc := &corev1.Service{}
+	waitFor(t, "gateway Service", func() error { return c.Get(ctx, key, svc) })
+	if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == controllers.PortName }) {
+		t.Errorf("gateway Service has no port %s: %+v", controllers.PortName, svc.Spec.Ports)
+	}
+	sel, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
+	if len(sel) == 0 {
+		t.Fatal("the ServiceMonitor selects every Service")
+	}
+	for k, v := range sel {
+		if svc.Labels[k] != v {
+			t.Errorf("selector %s=%s is not on the gateway Service (%v)", k, v, svc.Labels)
+		}
+	}
+
+	uid := sm.GetUID()
+	if err := c.Delete(ctx, sm); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "ServiceMonitor re-created", func() error {
+		again := &unstructured.Unstructured{}
+		again.SetGroupVersionKind(controllers.ServiceMonitorGVK)
+		if err := c.Get(ctx, key, again); err != nil {
+			return err
+		}
+		if again.GetUID() == uid {
+			return errors.New("still the deleted one")
 		}
 		return nil
 	})

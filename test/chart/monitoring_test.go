@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -64,4 +66,18 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestGatewayServiceMonitorsFlag: the operator's per-gateway
+// ServiceMonitors are on by default (no flag: the manager's default) and
+// turned off by the value.
+func TestGatewayServiceMonitorsFlag(t *testing.T) {
+	const off = "--gateway-service-monitors=false"
+	if args := managerContainer(t, one[*appsv1.Deployment](t, render(t, ""), "Deployment")).Args; slices.Contains(args, off) {
+		t.Errorf("default args %q contain %s", args, off)
+	}
+	r := render(t, "metrics: {gatewayServiceMonitors: false}")
+	if args := managerContainer(t, one[*appsv1.Deployment](t, r, "Deployment")).Args; !slices.Contains(args, off) {
+		t.Errorf("args %q lack %s", args, off)
+	}
 }
