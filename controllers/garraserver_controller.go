@@ -40,6 +40,10 @@ type GarraServerReconciler struct {
 	// ServiceMonitors: apply a ServiceMonitor per gateway (the manager
 	// found the Prometheus Operator's CRD at start).
 	ServiceMonitors bool
+	// WatchNamespaces are the namespaces a namespace-scoped manager
+	// watches; empty means all. A namespace-scoped manager holds only
+	// Roles, so it touches no cluster-scoped object.
+	WatchNamespaces []string
 }
 
 func (r *GarraServerReconciler) now() time.Time {
@@ -75,6 +79,9 @@ type reconcileState struct {
 	// failed names the step that failed and why; the status says so and
 	// the reconcile is retried.
 	failed string
+	// tokenReview is the TokenReviewAccess message of a namespace-scoped
+	// operator that cannot bind the gateway for TokenReviews; "" otherwise.
+	tokenReview string
 }
 
 // +kubebuilder:rbac:groups=garra.garraia.io,resources=garraservers,verbs=get;list;watch;patch

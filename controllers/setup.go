@@ -32,10 +32,20 @@ const secretRefIndex = ".spec.secretRefs" //nolint:gosec // G101: an index name
 // when labelled app.kubernetes.io/name=garra (a child that lost its label
 // looks absent and is applied again); Secrets are cached whole because a
 // bring-your-own Secret carries no label of ours, without managedFields
-// (the controller never applies a Secret).
-func CacheOptions() cache.Options {
+// (the controller never applies a Secret). With watch namespaces, every
+// namespaced kind is cached (and so listed and watched) in those only,
+// which is what lets a manager run on Roles alone.
+func CacheOptions(watch ...string) cache.Options {
 	ours := k8slabels.SelectorFromSet(k8slabels.Set{LabelName: AppName})
+	var namespaces map[string]cache.Config
+	for _, ns := range watch {
+		if namespaces == nil {
+			namespaces = map[string]cache.Config{}
+		}
+		namespaces[ns] = cache.Config{}
+	}
 	return cache.Options{
+		DefaultNamespaces: namespaces,
 		ByObject: map[client.Object]cache.ByObject{
 			&appsv1.Deployment{}:            {Label: ours},
 			&corev1.Service{}:               {Label: ours},
@@ -57,6 +67,12 @@ type Images struct {
 
 // Option changes how Setup wires the reconciler.
 type Option func(*GarraServerReconciler)
+
+// WithWatchNamespaces tells the reconciler it watches only these
+// namespaces (the manager's cache must be CacheOptions(namespaces...)).
+func WithWatchNamespaces(namespaces []string) Option {
+	return func(r *GarraServerReconciler) { r.WatchNamespaces = namespaces }
+}
 
 // WithoutServiceMonitors applies no ServiceMonitor per gateway even when the
 // Prometheus Operator is installed (--gateway-service-monitors=false).

@@ -14,6 +14,13 @@ const (
 	// ConditionConfigApplied is true when the gateway reports (on /readyz)
 	// that it runs the config.yml of status.configHash.
 	ConditionConfigApplied = "ConfigApplied"
+	// ConditionTokenReviewAccess is set only by a namespace-scoped operator
+	// (--watch-namespace) for a GarraServer with an orchestrator that
+	// authenticates with its ServiceAccount: such an operator cannot create
+	// the cluster-scoped binding that lets the gateway create TokenReviews,
+	// so it is Unknown, reason ClusterBindingExternal, and says what a
+	// cluster admin must bind.
+	ConditionTokenReviewAccess = "TokenReviewAccess"
 )
 
 // Condition reasons.
@@ -47,6 +54,11 @@ const (
 	ReasonRejected = "Rejected"
 	// ReasonNotProbed: the operator does not ask the gateway.
 	ReasonNotProbed = "NotProbed"
+	// ReasonClusterBindingExternal: the gateway's TokenReview binding is
+	// cluster-scoped and a namespace-scoped operator neither creates nor
+	// sees it; a cluster admin provides it (the message names the
+	// orchestrator's field and the ServiceAccount to bind).
+	ReasonClusterBindingExternal = "ClusterBindingExternal"
 )
 
 // Event reasons, on the GarraServer.

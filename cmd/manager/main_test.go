@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -30,35 +31,51 @@ import (
 )
 
 func TestParseFlags(t *testing.T) {
+	defaults := options{metricsAddr: ":8080", probeAddr: ":8081", garraImage: "garra:latest", sandboxImage: "garra:latest",
+		serviceMonitors: true, leaderElectionID: LeaderElectionID}
+	with := func(f func(*options)) options {
+		o := defaults
+		f(&o)
+		return o
+	}
 	tests := []struct {
-		name    string
-		args    []string
-		want    options
-		wantErr bool
+		name string
+		args []string
+		want options
+		// wantErr is a substring of the error; "" means none.
+		wantErr string
 	}{
-		{"defaults", nil, options{metricsAddr: ":8080", probeAddr: ":8081", garraImage: "garra:latest", sandboxImage: "garra:latest", serviceMonitors: true}, false},
+		{"defaults", nil, defaults, ""},
 		{"everything", []string{"--metrics-bind-address=0", "--health-probe-bind-address=:9000", "--leader-elect",
-			"--garra-image=reg/garra:1", "--sandbox-image=reg/sandbox:1", "--leader-election-namespace=ops", "--gateway-service-monitors=false"},
-			options{metricsAddr: "0", probeAddr: ":9000", leaderElect: true, garraImage: "reg/garra:1", sandboxImage: "reg/sandbox:1", leaderElectionNamespace: "ops"}, false},
-		{"stray argument", []string{"serve"}, options{}, true},
-		{"unknown flag", []string{"--nope"}, options{}, true},
+			"--garra-image=reg/garra:1", "--sandbox-image=reg/sandbox:1", "--leader-election-namespace=ops", "--gateway-service-monitors=false",
+			"--leader-election-id=team-a.garra.garraia.io", "--watch-namespace=team-a"},
+			options{metricsAddr: "0", probeAddr: ":9000", leaderElect: true, garraImage: "reg/garra:1", sandboxImage: "reg/sandbox:1",
+				leaderElectionNamespace: "ops", leaderElectionID: "team-a.garra.garraia.io", watchNamespaces: []string{"team-a"}}, ""},
+		{"a list of namespaces", []string{"--watch-namespace= a, b,c"}, with(func(o *options) { o.watchNamespaces = []string{"a", "b", "c"} }), ""},
+		{"an invalid namespace", []string{"--watch-namespace=a,Team_B"}, options{}, `--watch-namespace: namespace "Team_B"`},
+		{"an empty entry", []string{"--watch-namespace=a,,b"}, options{}, `--watch-namespace: namespace ""`},
+		{"a namespace twice", []string{"--watch-namespace=a,a"}, options{}, `namespace "a" given twice`},
+		{"an empty lease name", []string{"--leader-election-id="}, options{}, "--leader-election-id"},
+		{"stray argument", []string{"serve"}, options{}, "unexpected arguments"},
+		{"unknown flag", []string{"--nope"}, options{}, "nope"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := flag.NewFlagSet("manager", flag.ContinueOnError)
 			fs.SetOutput(io.Discard)
 			got, err := parseFlags(fs, tc.args)
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("err = %v, wantErr %v", err, tc.wantErr)
-			}
-			if tc.wantErr {
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tc.wantErr)
+				}
 				return
 			}
+			if err != nil {
+				t.Fatal(err)
+			}
 			got.zap = options{}.zap
-			if got.metricsAddr != tc.want.metricsAddr || got.probeAddr != tc.want.probeAddr || got.leaderElect != tc.want.leaderElect ||
-				got.garraImage != tc.want.garraImage || got.sandboxImage != tc.want.sandboxImage || got.leaderElectionNamespace != tc.want.leaderElectionNamespace ||
-				got.serviceMonitors != tc.want.serviceMonitors {
-				t.Errorf("options = %+v, want %+v", got, tc.want)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("options = %+v\nwant      %+v", got, tc.want)
 			}
 		})
 	}

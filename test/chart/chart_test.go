@@ -88,7 +88,13 @@ func loadChart(t *testing.T) *chartv2.Chart {
 // YAML (as in a -f file), and decodes every object.
 func render(t *testing.T, valuesYAML string) *rendered {
 	t.Helper()
-	out, err := renderRaw(t, valuesYAML)
+	return renderAs(t, releaseName, releaseNS, valuesYAML)
+}
+
+// renderAs renders the chart as release name in namespace ns.
+func renderAs(t *testing.T, name, ns, valuesYAML string) *rendered {
+	t.Helper()
+	out, err := renderRawAs(t, name, ns, valuesYAML)
 	if err != nil {
 		t.Fatalf("render: %v", err)
 	}
@@ -122,13 +128,18 @@ func render(t *testing.T, valuesYAML string) *rendered {
 
 func renderRaw(t *testing.T, valuesYAML string) (map[string]string, error) {
 	t.Helper()
+	return renderRawAs(t, releaseName, releaseNS, valuesYAML)
+}
+
+func renderRawAs(t *testing.T, name, ns, valuesYAML string) (map[string]string, error) {
+	t.Helper()
 	c := loadChart(t)
 	vals := map[string]any{}
 	if err := yaml.Unmarshal([]byte(valuesYAML), &vals); err != nil {
 		t.Fatalf("values: %v", err)
 	}
 	// ToRenderValues validates against values.schema.json, as helm install does.
-	top, err := util.ToRenderValues(c, vals, common.ReleaseOptions{Name: releaseName, Namespace: releaseNS, IsInstall: true, Revision: 1}, nil)
+	top, err := util.ToRenderValues(c, vals, common.ReleaseOptions{Name: name, Namespace: ns, IsInstall: true, Revision: 1}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("values: %w", err)
 	}

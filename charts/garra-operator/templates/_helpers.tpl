@@ -214,3 +214,23 @@ cluster-scoped kinds (ClusterRoles, ClusterRoleBindings, TokenReviews).
   - watch
 {{- end }}
 {{- end }}
+
+{{/* Namespaces the manager watches (--watch-namespace), as a list: watchNamespaces, else with rbac.scope namespace the release namespace, else none (all). */}}
+{{- define "garra-operator.watchNamespaces" -}}
+{{- if .Values.watchNamespaces }}
+{{- toJson .Values.watchNamespaces }}
+{{- else if eq .Values.rbac.scope "namespace" }}
+{{- toJson (list .Release.Namespace) }}
+{{- else }}
+{{- toJson list }}
+{{- end }}
+{{- end }}
+
+{{/* Name of the leader-election Lease: leaderElection.id, else with rbac.scope namespace one of this release's own (two releases may share a namespace), else the manager's default. */}}
+{{- define "garra-operator.leaseID" -}}
+{{- if .Values.leaderElection.id }}
+{{- .Values.leaderElection.id }}
+{{- else if eq .Values.rbac.scope "namespace" }}
+{{- printf "%s.garra.garraia.io" (include "garra-operator.fullname" .) }}
+{{- end }}
+{{- end }}
