@@ -18,13 +18,17 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
 	"github.com/garraia/garra/controllers"
@@ -143,6 +147,12 @@ func envtestAssets(t *testing.T) string {
 // CRDs of extraCRDDirs, stopped when the test ends.
 func startEnv(t *testing.T, extraCRDDirs ...string) *rest.Config {
 	t.Helper()
+	_, cfg := startEnvironment(t, extraCRDDirs...)
+	return cfg
+}
+
+func startEnvironment(t *testing.T, extraCRDDirs ...string) (*envtest.Environment, *rest.Config) {
+	t.Helper()
 	env := &envtest.Environment{
 		CRDDirectoryPaths:       append([]string{filepath.Join("..", "..", "config", "crd", "bases")}, extraCRDDirs...),
 		ErrorIfCRDPathMissing:   true,
@@ -158,7 +168,7 @@ func startEnv(t *testing.T, extraCRDDirs ...string) *rest.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cfg
+	return env, cfg
 }
 
 // startRun runs the manager as main does until the test ends.
@@ -292,5 +302,160 @@ func waitFor(t *testing.T, what string, f func() error) {
 			t.Fatalf("%s: %v", what, err)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// namespacedRules are config/rbac/role.yaml's rules that a Role can hold:
+// what the chart's rbac.scope namespace grants in each watched namespace.
+func namespacedRules(t *testing.T) []rbacv1.PolicyRule {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "rbac", "role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cr rbacv1.ClusterRole
+	if err := yaml.UnmarshalStrict(data, &cr); err != nil {
+		t.Fatal(err)
+	}
+	var out []rbacv1.PolicyRule
+	for _, r := range cr.Rules {
+		r.Resources = slices.DeleteFunc(r.Resources, func(res string) bool {
+			return res == "clusterroles" || res == "clusterrolebindings" || res == "tokenreviews"
+		})
+		if len(r.Resources) > 0 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// namespacedOperator is a user holding only a Role with the namespaced
+// rules in ns, as the chart's rbac.scope namespace makes it.
+func namespacedOperator(t *testing.T, env *envtest.Environment, admin *rest.Config, c client.Client, ns string) *rest.Config {
+	t.Helper()
+	ctx := context.Background()
+	user := "system:serviceaccount:" + ns + ":garra-operator"
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "garra-operator-manager", Namespace: ns}, Rules: namespacedRules(t)}
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "garra-operator-manager", Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: user}},
+	}
+	for _, o := range []client.Object{role, rb} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u, err := env.AddUser(envtest.User{Name: user}, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Config()
+}
+
+// TestWatchNamespace: a manager with --watch-namespace=a that holds only a
+// Role in a (and may not list anything cluster-wide) reconciles the
+// GarraServer in a and leaves the one in b alone. Its ServiceAccount
+// orchestrator needs a cluster-scoped TokenReview binding it cannot
+// create: it creates none and says so in TokenReviewAccess, naming the
+// field. A second manager for b, with the same Lease name in its own
+// namespace, leads too and reconciles b: the two do not clash.
+func TestWatchNamespace(t *testing.T) {
+	env, admin := startEnvironment(t)
+	c := newClient(t, admin)
+	ctx := context.Background()
+	for _, ns := range []string{"a", "b"} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opCfg := namespacedOperator(t, env, admin, c, "a")
+	o := options{metricsAddr: "0", probeAddr: "0", garraImage: "garra:x", sandboxImage: "sandbox:x", serviceMonitors: true,
+		leaderElect: true, leaderElectionNamespace: "a", leaderElectionID: LeaderElectionID, watchNamespaces: []string{"a"}}
+	startRun(t, o, opCfg)
+
+	inA := &garrav1alpha1.GarraServer{
+		ObjectMeta: metav1.ObjectMeta{Name: "team", Namespace: "a"},
+		Spec: garrav1alpha1.GarraServerSpec{
+			LLM: garrav1alpha1.LLMSpec{Provider: garrav1alpha1.ProviderOllama},
+			Orchestrators: []garrav1alpha1.OrchestratorSpec{
+				{Name: "bot", Tools: []garrav1alpha1.Tool{"status"}},
+				{Name: "robot", Tools: []garrav1alpha1.Tool{"status"},
+					Auth: &garrav1alpha1.OrchestratorAuth{ServiceAccount: &garrav1alpha1.ServiceAccountAuth{Name: "robot"}}},
+			},
+		},
+	}
+	if err := c.Create(ctx, inA); err != nil {
+		t.Fatal(err)
+	}
+	inB := createServer(t, c, "b", "team")
+
+	waitFor(t, "gateway Deployment in a", func() error {
+		return c.Get(ctx, client.ObjectKey{Namespace: "a", Name: "team-gateway"}, &appsv1.Deployment{})
+	})
+	var cond *metav1.Condition
+	waitFor(t, "TokenReviewAccess condition", func() error {
+		gs := &garrav1alpha1.GarraServer{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(inA), gs); err != nil {
+			return err
+		}
+		if cond = meta.FindStatusCondition(gs.Status.Conditions, garrav1alpha1.ConditionTokenReviewAccess); cond == nil {
+			return fmt.Errorf("conditions %v", gs.Status.Conditions)
+		}
+		if slices.Contains(gs.Finalizers, controllers.TokenReviewFinalizer) {
+			return fmt.Errorf("finalizer %s set", controllers.TokenReviewFinalizer)
+		}
+		return nil
+	})
+	if cond.Status != metav1.ConditionUnknown || cond.Reason != garrav1alpha1.ReasonClusterBindingExternal {
+		t.Errorf("TokenReviewAccess = %s %s, want Unknown %s", cond.Status, cond.Reason, garrav1alpha1.ReasonClusterBindingExternal)
+	}
+	for _, want := range []string{"spec.orchestrators[1].auth.serviceAccount (robot)", "ServiceAccount a/team-gateway", "tokenreviews"} {
+		if !strings.Contains(cond.Message, want) {
+			t.Errorf("message %q lacks %q", cond.Message, want)
+		}
+	}
+	var crbs rbacv1.ClusterRoleBindingList
+	if err := c.List(ctx, &crbs, client.MatchingLabels{controllers.LabelNamespace: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(crbs.Items) != 0 {
+		t.Errorf("ClusterRoleBindings made for a: %v", crbs.Items)
+	}
+
+	// b: untouched while only a is watched.
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		err := c.Get(ctx, client.ObjectKey{Namespace: "b", Name: "team-gateway"}, &appsv1.Deployment{})
+		if !apierrors.IsNotFound(err) {
+			t.Fatalf("gateway Deployment in b: err = %v, want NotFound", err)
+		}
+		gs := &garrav1alpha1.GarraServer{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(inB), gs); err != nil {
+			t.Fatal(err)
+		}
+		if len(gs.Status.Conditions) != 0 {
+			t.Fatalf("GarraServer in b has status %v", gs.Status.Conditions)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// A second namespace-scoped manager, for b, same Lease name in b.
+	opB := namespacedOperator(t, env, admin, c, "b")
+	oB := o
+	oB.leaderElectionNamespace, oB.watchNamespaces = "b", []string{"b"}
+	startRun(t, oB, opB)
+	waitFor(t, "gateway Deployment in b", func() error {
+		return c.Get(ctx, client.ObjectKey{Namespace: "b", Name: "team-gateway"}, &appsv1.Deployment{})
+	})
+	for _, ns := range []string{"a", "b"} {
+		l := &coordinationv1.Lease{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: LeaderElectionID}, l); err != nil {
+			t.Errorf("Lease in %s: %v", ns, err)
+			continue
+		}
+		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+			t.Errorf("Lease in %s has no holder", ns)
+		}
 	}
 }
