@@ -44,6 +44,12 @@ type GarraServerReconciler struct {
 	// watches; empty means all. A namespace-scoped manager holds only
 	// Roles, so it touches no cluster-scoped object.
 	WatchNamespaces []string
+	// SandboxProbe asks the gateway how its handshake with each sandbox
+	// went (the Verified condition); nil means it is not asked.
+	SandboxProbe SandboxProbe
+	// SandboxProbeURL is where SandboxProbe asks; nil means
+	// GatewaySandboxzURL.
+	SandboxProbeURL func(*garrav1alpha1.GarraServer) string
 }
 
 func (r *GarraServerReconciler) now() time.Time {

@@ -54,6 +54,7 @@ func RenderConfig(gs *garrav1alpha1.GarraServer) *config.Config {
 	}
 	if sharedStore(gs) {
 		c.Store = config.Store{Driver: config.StorePostgres, DSNEnv: EnvStoreDSN}
+		c.Gateway.HandoverSeconds = HandoverSeconds
 	}
 	if needsTokenReview(gs) || g.Audience != "" {
 		c.Gateway.Auth.Audience = Audience(gs)

@@ -86,29 +86,38 @@ func WithGatewayProbe(p GatewayProbe, url func(*garrav1alpha1.GarraServer) strin
 	return func(r *GarraServerReconciler) { r.Probe, r.ProbeURL = p, url }
 }
 
+// WithSandboxProbe replaces the HTTP question to the gateway's /sandboxz
+// and where it is sent.
+func WithSandboxProbe(p SandboxProbe, url func(*garrav1alpha1.GarraServer) string) Option {
+	return func(r *GarraServerReconciler) { r.SandboxProbe, r.SandboxProbeURL = p, url }
+}
+
 // Setup builds the GarraServer reconciler on mgr, the one way the manager,
 // the envtest suite and the benchmark all wire it: the manager's client
 // and API reader, an event recorder under the field owner's name,
-// crypto/rand for generated credentials, and an HTTP probe of each
-// gateway's /readyz (ProbeTimeout per question, no redirects followed).
-// It asks the API server once whether it serves ServiceMonitors: a
-// Prometheus Operator installed later needs a restart of the manager.
+// crypto/rand for generated credentials, and HTTP probes of each
+// gateway's /readyz and /sandboxz (ProbeTimeout per question, no
+// redirects followed). It asks the API server once whether it serves
+// ServiceMonitors: a Prometheus Operator installed later needs a restart
+// of the manager.
 func Setup(mgr ctrl.Manager, images Images, opts ...Option) error {
 	monitors, err := ServiceMonitorsServed(mgr.GetRESTMapper())
 	if err != nil {
 		return err
 	}
+	probeClient := &http.Client{
+		Timeout:       ProbeTimeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 	r := &GarraServerReconciler{
-		Client:       mgr.GetClient(),
-		APIReader:    mgr.GetAPIReader(),
-		Recorder:     mgr.GetEventRecorder(FieldOwner),
-		GarraImage:   images.Garra,
-		SandboxImage: images.Sandbox,
-		Rand:         rand.Reader,
-		Probe: HTTPGatewayProbe(&http.Client{
-			Timeout:       ProbeTimeout,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}),
+		Client:          mgr.GetClient(),
+		APIReader:       mgr.GetAPIReader(),
+		Recorder:        mgr.GetEventRecorder(FieldOwner),
+		GarraImage:      images.Garra,
+		SandboxImage:    images.Sandbox,
+		Rand:            rand.Reader,
+		Probe:           HTTPGatewayProbe(probeClient),
+		SandboxProbe:    HTTPSandboxProbe(probeClient),
 		ServiceMonitors: monitors,
 	}
 	for _, o := range opts {

@@ -34,6 +34,8 @@ type observed struct {
 	rotations map[string]time.Time
 	// tokenReview is reconcileState.tokenReview.
 	tokenReview string
+	// verified is the gateway's report on its sandboxes (nil: not asked).
+	verified *verification
 }
 
 // available reports whether d has an available replica.
@@ -57,14 +59,19 @@ func computeStatus(gs *garrav1alpha1.GarraServer, w observed) garrav1alpha1.Garr
 		if usesToken(o) {
 			tokenSecret = orchTokenRef(gs, o).Secret
 		}
-		st.Orchestrators = append(st.Orchestrators, garrav1alpha1.OrchestratorStatus{
+		row := garrav1alpha1.OrchestratorStatus{
 			Name:            o.Name,
 			Ready:           ok,
 			TokenSecret:     tokenSecret,
 			WorkspaceClaim:  workspaceName(gs, o.Name),
 			SandboxEndpoint: SandboxURL(gs, o.Name),
 			TokenRotation:   rotationStatus(w.rotations, o.Name),
-		})
+		}
+		if w.verified != nil {
+			v := w.verified.byName[o.Name]
+			row.Verified, row.VerifiedReason, row.VerifiedMessage = v.Verified, v.Reason, v.Message
+		}
+		st.Orchestrators = append(st.Orchestrators, row)
 	}
 	st.ConfigHash = w.configHash
 	if st.ConfigHash == "" {
@@ -86,6 +93,11 @@ func computeStatus(gs *garrav1alpha1.GarraServer, w observed) garrav1alpha1.Garr
 	if c := w.applied; c != nil {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 			Type: garrav1alpha1.ConditionConfigApplied, Status: c.Status, Reason: c.Reason, Message: c.Message, ObservedGeneration: gs.Generation,
+		})
+	}
+	if v := w.verified; v != nil {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: garrav1alpha1.ConditionVerified, Status: v.cond.Status, Reason: v.cond.Reason, Message: v.cond.Message, ObservedGeneration: gs.Generation,
 		})
 	}
 
@@ -167,6 +179,9 @@ func (r *GarraServerReconciler) writeStatus(ctx context.Context, s *reconcileSta
 			return err
 		}
 		w.sandboxes[o.Name] = d
+	}
+	if s.invalid == "" {
+		w.verified = r.verifySandboxes(ctx, s, w.gateway)
 	}
 	st := computeStatus(gs, w)
 	if equality.Semantic.DeepEqual(gs.Status, st) {

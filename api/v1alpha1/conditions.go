@@ -21,6 +21,11 @@ const (
 	// so it is Unknown, reason ClusterBindingExternal, and says what a
 	// cluster admin must bind.
 	ConditionTokenReviewAccess = "TokenReviewAccess"
+	// ConditionVerified is true when the gateway reports (on /sandboxz)
+	// that its last MCP handshake with every orchestrator's sandbox, under
+	// that sandbox's token, worked. Ready says the pods are up; Verified
+	// says the gateway can use them.
+	ConditionVerified = "Verified"
 )
 
 // Condition reasons.
@@ -59,6 +64,12 @@ const (
 	// sees it; a cluster admin provides it (the message names the
 	// orchestrator's field and the ServiceAccount to bind).
 	ReasonClusterBindingExternal = "ClusterBindingExternal"
+	// ReasonVerified: every sandbox answered the gateway's handshake.
+	ReasonVerified = "Verified"
+	// ReasonNotVerified: some sandbox did not; the message and each
+	// orchestrator's status say which and why (TokenRefused, Unreachable,
+	// NoTools, NoToken, or not checked yet).
+	ReasonNotVerified = "NotVerified"
 )
 
 // Event reasons, on the GarraServer.

@@ -102,6 +102,9 @@ func (c *Config) CheckWith(getenv func(string) string, readFile func(string) (st
 	if g.DrainSeconds < MinDrainSeconds || g.DrainSeconds > MaxDrainSeconds {
 		add("gateway.drain_seconds", "%d is outside [%d, %d]", g.DrainSeconds, MinDrainSeconds, MaxDrainSeconds)
 	}
+	if g.HandoverSeconds < 0 || g.HandoverSeconds > MaxHandoverSeconds {
+		add("gateway.handover_seconds", "%d is outside [0, %d]", g.HandoverSeconds, MaxHandoverSeconds)
+	}
 	switch c.Store.Driver {
 	case StoreSQLite:
 		if c.Store.DSNEnv != "" || c.Store.DSNFile != "" {

@@ -22,6 +22,8 @@ func TestCheck(t *testing.T) {
 		{"agent_max_seconds high", "gateway: {mcp_http: {agent_max_seconds: 601}}", []string{"gateway.mcp_http.agent_max_seconds"}},
 		{"drain_seconds negative", "gateway: {drain_seconds: -1}", []string{"gateway.drain_seconds"}},
 		{"drain_seconds high", "gateway: {drain_seconds: 901}", []string{"gateway.drain_seconds"}},
+		{"handover_seconds negative", "gateway: {handover_seconds: -1}", []string{"gateway.handover_seconds"}},
+		{"handover_seconds high", "gateway: {handover_seconds: 61}", []string{"gateway.handover_seconds"}},
 		{"bad redact pattern", "gateway: {mcp_http: {redact_patterns: ['(unclosed']}}", []string{"gateway.mcp_http.redact_patterns[0]"}},
 		{"empty-matching redact patterns", `gateway: {mcp_http: {redact_patterns: ['corp-[0-9]{6}', 'a*', 'ok', '\b']}}`,
 			[]string{"gateway.mcp_http.redact_patterns[1]", "gateway.mcp_http.redact_patterns[3]"}},

@@ -70,7 +70,7 @@ func (g *policy) executorFor(c Caller) (tools.Executor, func(), error) {
 		if err != nil {
 			return nil, noop, fmt.Errorf("sandbox token: %w", err)
 		}
-		remote := tools.NewRemote(tools.RemoteOptions{URL: c.Sandbox.URL, Token: token})
+		remote := tools.NewRemote(tools.RemoteOptions{URL: c.Sandbox.URL, Token: token, TracerProvider: g.tracing})
 		if key := g.cfg.LLM.Brave.APIKey; key != "" {
 			composed, err := newWithWebSearch(remote, key, g.cfg.LLM.Brave.BaseURL)
 			if err != nil {

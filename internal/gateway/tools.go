@@ -19,6 +19,7 @@ import (
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/llm"
 	"github.com/garraia/garra/internal/strictargs"
+	"github.com/garraia/garra/internal/telemetry"
 )
 
 // toolDescriptors are the seven tools as tools/list shows them.
@@ -87,6 +88,10 @@ func (g *policy) newMCPServer(c Caller) *mcp.Server {
 			return res, err
 		}
 	})
+	if g.tracing != nil {
+		// Last, so outermost: the span covers the filters above too.
+		s.AddReceivingMiddleware(telemetry.ServerMiddleware(g.tracing, telemetry.TransportTCP))
+	}
 	return s
 }
 
@@ -117,6 +122,7 @@ func (g *policy) dispatch(ctx context.Context, c Caller, tool string, args json.
 		}
 	}
 	d := g.now().Sub(start)
+	telemetry.RecordErrorKind(ctx, info.kind)
 	g.metrics.observe(tool, info.outcome, info.kind, d)
 	rec := audit.Record{Surface: audit.SurfaceHTTP, Caller: c.Name, Tool: tool, Target: auditTarget(tool, args),
 		Outcome: info.outcome, Kind: info.kind, DryRun: info.dryRun,
