@@ -276,14 +276,20 @@ func TestLint(t *testing.T) {
 			t.Logf("lint: %s", m.Error())
 		}
 	}
-	// The custom values of TestCustomValues lint cleanly too.
-	vals := map[string]any{}
-	if err := yaml.Unmarshal([]byte(customValues), &vals); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range lint.RunAll(chartDir, vals, releaseNS).Messages {
-		if m.Severity >= support.WarningSev {
-			t.Errorf("lint (custom values): %s", m.Error())
+	// The custom values of TestCustomValues, a namespace-scoped install and
+	// everything of monitoring switched on lint cleanly too.
+	for _, v := range []string{customValues,
+		"rbac: {scope: namespace}\nwatchNamespaces: [team-a, team-b]",
+		"metrics: {serviceMonitor: {enabled: true}, gatewayServiceMonitors: false}\ngrafanaDashboard: {enabled: true}",
+	} {
+		vals := map[string]any{}
+		if err := yaml.Unmarshal([]byte(v), &vals); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range lint.RunAll(chartDir, vals, releaseNS).Messages {
+			if m.Severity >= support.WarningSev {
+				t.Errorf("lint (%.40q…): %s", v, m.Error())
+			}
 		}
 	}
 }
