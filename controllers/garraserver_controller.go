@@ -41,8 +41,8 @@ type GarraServerReconciler struct {
 	// found the Prometheus Operator's CRD at start).
 	ServiceMonitors bool
 	// WatchNamespaces are the namespaces a namespace-scoped manager
-	// watches; empty means all. A namespace-scoped manager holds only
-	// Roles, so it touches no cluster-scoped object.
+	// watches; empty means all. Such a manager is meant to hold Roles
+	// only, so it touches no cluster-scoped object whatever RBAC it has.
 	WatchNamespaces []string
 	// SandboxProbe asks the gateway how its handshake with each sandbox
 	// went (the Verified condition); nil means it is not asked.

@@ -71,7 +71,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.StringVar(&o.sandboxImage, "sandbox-image", defaultSandboxImage, "sandbox image of an orchestrator with no image of its own nor spec.sandboxImage")
 	fs.StringVar(&o.leaderElectionID, "leader-election-id", LeaderElectionID, "name of the leader Lease; two managers sharing a Lease namespace need different ones")
 	var watch string
-	fs.StringVar(&watch, "watch-namespace", "", "namespace, or comma-separated namespaces, whose GarraServers the manager reconciles (default: all); it then needs only Roles in them")
+	fs.StringVar(&watch, "watch-namespace", "", "namespace, or comma-separated namespaces, whose GarraServers the manager reconciles (default: all); it then manages nothing cluster-scoped and needs only Roles in them")
 	fs.BoolVar(&o.serviceMonitors, "gateway-service-monitors", true, "create a ServiceMonitor per gateway when the API server serves monitoring.coreos.com/v1 ServiceMonitors")
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {

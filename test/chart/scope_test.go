@@ -96,6 +96,11 @@ func TestNamespaceScopeDefaultsToRelease(t *testing.T) {
 			t.Errorf("Role %s in %s", m.obj.(*rbacv1.Role).Name, ns)
 		}
 	}
+	// watchNamespaces without rbac.scope namespace is refused: such a
+	// manager manages nothing cluster-scoped, so a ClusterRole is wrong.
+	if _, err := renderRaw(t, "watchNamespaces: [team-a]"); err == nil || !strings.Contains(err.Error(), "rbac.scope: namespace") {
+		t.Errorf("watchNamespaces with cluster scope: err = %v", err)
+	}
 	// A cluster-scoped release passes no --watch-namespace (all).
 	args = managerContainer(t, one[*appsv1.Deployment](t, render(t, ""), "Deployment")).Args
 	if got := argWith(args, "--watch-namespace="); got != "" {
