@@ -116,7 +116,7 @@ func (c *checker) program(prog string, cl callCtx) string {
 	if m := interpreterRe().FindStringSubmatch(prog); m != nil {
 		return c.interpreter(m[1], prog, cl)
 	}
-	if spec, ok := otherInterp[prog]; ok {
+	if spec, ok := otherInterp()[prog]; ok {
 		return c.otherInterpreter(prog, spec, cl)
 	}
 	return c.special(prog, cl)

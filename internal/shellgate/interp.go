@@ -253,10 +253,10 @@ func (c *checker) interpreter(lang, prog string, cl callCtx) string {
 						return "non-literal module for " + q(prog)
 					}
 				}
-				if pythonModules[strings.ToLower(mod)] {
+				if pythonModules()[strings.ToLower(mod)] {
 					return "python module " + q(mod) + " runs a server or inline code"
 				}
-				if pythonRunners[mod] {
+				if pythonRunners()[mod] {
 					// python -m cProfile -m http.server: the rest is python's
 					// own command line again.
 					rest := i + 1

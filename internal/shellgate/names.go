@@ -57,7 +57,7 @@ func progKind(name string) string {
 	case loaderRe().MatchString(name):
 		return "loader"
 	}
-	if _, ok := otherInterp[name]; ok {
+	if _, ok := otherInterp()[name]; ok {
 		return "interp:" + name
 	}
 	if _, ok := destructivePrograms()[name]; ok {
@@ -122,7 +122,7 @@ func gatedMatch(p string) string {
 			}
 		}
 	}
-	for n := range otherInterp {
+	for n := range otherInterp() {
 		if match(p, n) {
 			return n
 		}
@@ -230,7 +230,7 @@ func (c *checker) outputKept(prog string, cl callCtx) bool {
 	for _, r := range cl.redirs {
 		if (r.N == nil || r.N.Value == "1") && isOutRedirect(r.Op) {
 			a := c.resolve(r.Word)
-			if !(a.lit && writableDev[a.val]) {
+			if !(a.lit && writableDev()[a.val]) {
 				return true
 			}
 		}

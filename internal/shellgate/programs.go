@@ -263,68 +263,86 @@ type interpSpec struct {
 	stdin     bool
 }
 
-var otherInterp = map[string]interpSpec{
-	"rscript":    {"R", []string{"-e", "--expr"}, false},
-	"r":          {"R", []string{"-e"}, true},
-	"julia":      {"Julia", []string{"-e", "-E", "--eval", "--print"}, true},
-	"osascript":  {"AppleScript", []string{"-e"}, true},
-	"expect":     {"Expect", []string{"-c"}, true},
-	"tclsh":      {"Tcl", nil, true},
-	"wish":       {"Tcl", nil, true},
-	"pwsh":       {"PowerShell", []string{"-c", "-command", "-encodedcommand", "-ec", "-e", "-enc", "-cwa", "-commandwithargs"}, true},
-	"powershell": {"PowerShell", []string{"-c", "-command", "-encodedcommand", "-ec", "-e", "-enc"}, true},
-	"groovy":     {"Groovy", []string{"-e"}, false},
-	"scala":      {"Scala", []string{"-e"}, true},
-	"clojure":    {"Clojure", []string{"-e", "--eval"}, true},
-	"clj":        {"Clojure", []string{"-e", "--eval"}, true},
-	"racket":     {"Racket", []string{"-e", "--eval", "-c"}, true},
-	"guile":      {"Guile", []string{"-c"}, true},
-	"sbcl":       {"Lisp", []string{"--eval"}, true},
-	"ghc":        {"Haskell", []string{"-e"}, false},
-	"ghci":       {"Haskell", []string{"-e"}, true},
-	"elixir":     {"Elixir", []string{"-e", "--eval"}, false},
-	"iex":        {"Elixir", []string{"-e"}, true},
-	"erl":        {"Erlang", []string{"-eval", "-s", "-run"}, true},
-	"swift":      {"Swift", []string{"-e"}, false},
-	"irb":        {"Ruby", nil, true},
-	"jshell":     {"Java", nil, true},
-	"jrunscript": {"JavaScript", []string{"-e"}, true},
-}
+var otherInterp = sync.OnceValue(func() map[string]interpSpec {
+	return map[string]interpSpec{
+		"rscript":    {"R", []string{"-e", "--expr"}, false},
+		"r":          {"R", []string{"-e"}, true},
+		"julia":      {"Julia", []string{"-e", "-E", "--eval", "--print"}, true},
+		"osascript":  {"AppleScript", []string{"-e"}, true},
+		"expect":     {"Expect", []string{"-c"}, true},
+		"tclsh":      {"Tcl", nil, true},
+		"wish":       {"Tcl", nil, true},
+		"pwsh":       {"PowerShell", []string{"-c", "-command", "-encodedcommand", "-ec", "-e", "-enc", "-cwa", "-commandwithargs"}, true},
+		"powershell": {"PowerShell", []string{"-c", "-command", "-encodedcommand", "-ec", "-e", "-enc"}, true},
+		"groovy":     {"Groovy", []string{"-e"}, false},
+		"scala":      {"Scala", []string{"-e"}, true},
+		"clojure":    {"Clojure", []string{"-e", "--eval"}, true},
+		"clj":        {"Clojure", []string{"-e", "--eval"}, true},
+		"racket":     {"Racket", []string{"-e", "--eval", "-c"}, true},
+		"guile":      {"Guile", []string{"-c"}, true},
+		"sbcl":       {"Lisp", []string{"--eval"}, true},
+		"ghc":        {"Haskell", []string{"-e"}, false},
+		"ghci":       {"Haskell", []string{"-e"}, true},
+		"elixir":     {"Elixir", []string{"-e", "--eval"}, false},
+		"iex":        {"Elixir", []string{"-e"}, true},
+		"erl":        {"Erlang", []string{"-eval", "-s", "-run"}, true},
+		"swift":      {"Swift", []string{"-e"}, false},
+		"irb":        {"Ruby", nil, true},
+		"jshell":     {"Java", nil, true},
+		"jrunscript": {"JavaScript", []string{"-e"}, true},
+	}
+})
 
 // pythonModules run a server or evaluate code given on the command line.
-var pythonModules = set("http.server", "simplehttpserver", "cgihttpserver", "smtpd", "xmlrpc.server",
-	"webbrowser", "timeit", "code", "asyncio", "pydoc", "ftplib", "telnetlib", "pty", "idlelib",
-	"pdb", "ipdb", "pudb", "ipykernel", "jupyter", "notebook", "ipython")
+var pythonModules = sync.OnceValue(func() map[string]bool {
+	return set("http.server", "simplehttpserver", "cgihttpserver", "smtpd", "xmlrpc.server",
+		"webbrowser", "timeit", "code", "asyncio", "pydoc", "ftplib", "telnetlib", "pty", "idlelib",
+		"pdb", "ipdb", "pudb", "ipykernel", "jupyter", "notebook", "ipython")
+})
 
 // pythonRunners run another script or module given after them.
-var pythonRunners = set("cProfile", "profile", "trace", "runpy", "coverage", "pyinstrument")
+var pythonRunners = sync.OnceValue(func() map[string]bool {
+	return set("cProfile", "profile", "trace", "runpy", "coverage", "pyinstrument")
+})
 
 // gitDenied are git subcommands that publish, hand out credentials or run
 // arbitrary filters.
-var gitDenied = set("push", "send-email", "send-pack", "credential", "credential-store",
-	"credential-cache", "credential-osxkeychain", "credential-libsecret", "daemon", "http-push",
-	"imap-send", "filter-branch", "instaweb", "upload-pack", "receive-pack", "fast-import",
-	"web--browse", "filter-repo", "maintenance", "upload-archive", "shell", "http-fetch")
+var gitDenied = sync.OnceValue(func() map[string]bool {
+	return set("push", "send-email", "send-pack", "credential", "credential-store",
+		"credential-cache", "credential-osxkeychain", "credential-libsecret", "daemon", "http-push",
+		"imap-send", "filter-branch", "instaweb", "upload-pack", "receive-pack", "fast-import",
+		"web--browse", "filter-repo", "maintenance", "upload-archive", "shell", "http-fetch")
+})
 
 // gitCommandKeys hold a command line that git runs; the value is gated.
-var gitCommandKeys = set("core.pager", "core.editor", "sequence.editor", "core.sshcommand",
-	"core.askpass", "gpg.program", "diff.external", "core.gitproxy")
+var gitCommandKeys = sync.OnceValue(func() map[string]bool {
+	return set("core.pager", "core.editor", "sequence.editor", "core.sshcommand",
+		"core.askpass", "gpg.program", "diff.external", "core.gitproxy")
+})
 
 // gitBlockedKeyRe matches configuration keys that make git run programs,
 // send data elsewhere or load more configuration.
-var gitBlockedKeyRe = regexp.MustCompile(`^(alias\..*|credential\..*|filter\..*|diff\..*\.(textconv|command)|merge\..*\.driver|core\.fsmonitor|core\.hookspath|include\.path|includeif\..*|url\..*|remote\..*|uploadpack\..*|receivepack\..*|http\..*proxy|protocol\..*|submodule\..*\.update|gpg\..*\.program|core\.worktree|` +
-	`interactive\.difffilter|core\.alternaterefscommand|trailer\..*\.(command|cmd)|(man|browser|difftool|mergetool|guitool)\..*\.(cmd|path)|web\.browser|init\.templatedir|sendemail\..*|imap\..*|lfs\..*)$`)
+var gitBlockedKeyRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(alias\..*|credential\..*|filter\..*|diff\..*\.(textconv|command)|merge\..*\.driver|core\.fsmonitor|core\.hookspath|include\.path|includeif\..*|url\..*|remote\..*|uploadpack\..*|receivepack\..*|http\..*proxy|protocol\..*|submodule\..*\.update|gpg\..*\.program|core\.worktree|` +
+		`interactive\.difffilter|core\.alternaterefscommand|trailer\..*\.(command|cmd)|(man|browser|difftool|mergetool|guitool)\..*\.(cmd|path)|web\.browser|init\.templatedir|sendemail\..*|imap\..*|lfs\..*)$`)
+})
 
 // systemDirs are top-level directories holding the OS: writing there, or
 // removing anything there, is never part of an agent's job.
-var systemDirs = []string{"bin", "boot", "dev", "etc", "lib", "lib32", "lib64", "libx32", "opt",
-	"proc", "root", "run", "sbin", "srv", "sys", "usr", "var", "snap", "nix", "System", "Library",
-	"private", "Applications"}
+var systemDirs = sync.OnceValue(func() []string {
+	return []string{"bin", "boot", "dev", "etc", "lib", "lib32", "lib64", "libx32", "opt",
+		"proc", "root", "run", "sbin", "srv", "sys", "usr", "var", "snap", "nix", "System", "Library",
+		"private", "Applications"}
+})
 
 // writableDev are device files a command may legitimately write to.
-var writableDev = set("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero", "/dev/full")
+var writableDev = sync.OnceValue(func() map[string]bool {
+	return set("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero", "/dev/full")
+})
 
 // sensitiveNames are files that run code at login or hold credentials.
-var sensitiveNames = set(".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
-	".zshrc", ".zshenv", ".zprofile", ".zlogin", ".gitconfig", ".netrc", ".npmrc", ".pypirc",
-	"authorized_keys", ".ssh", ".garraia", ".git", ".gnupg", ".aws", ".kube", ".docker")
+var sensitiveNames = sync.OnceValue(func() map[string]bool {
+	return set(".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
+		".zshrc", ".zshenv", ".zprofile", ".zlogin", ".gitconfig", ".netrc", ".npmrc", ".pypirc",
+		"authorized_keys", ".ssh", ".garraia", ".git", ".gnupg", ".aws", ".kube", ".docker")
+})

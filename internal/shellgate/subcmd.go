@@ -250,7 +250,7 @@ func (c *checker) git(cl callCtx) string {
 	}
 	sub := args[i].val
 	rest := args[i+1:]
-	if gitDenied[sub] || strings.HasPrefix(sub, "credential-") {
+	if gitDenied()[sub] || strings.HasPrefix(sub, "credential-") {
 		return "mutating subcommand " + q("git "+sub)
 	}
 	if foreignDir {
@@ -369,9 +369,9 @@ func (c *checker) gitConfigPair(a arg) string {
 func (c *checker) gitKey(key string, val arg, hasVal bool) string {
 	k := strings.ToLower(key)
 	switch {
-	case gitBlockedKeyRe.MatchString(k):
+	case gitBlockedKeyRe().MatchString(k):
 		return "git config " + q(key) + " can run programs or redirect data"
-	case gitCommandKeys[k] || strings.HasPrefix(k, "pager."):
+	case gitCommandKeys()[k] || strings.HasPrefix(k, "pager."):
 		if !hasVal {
 			return ""
 		}
