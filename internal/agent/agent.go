@@ -80,6 +80,10 @@ type Request struct {
 	Model string
 	// SystemPrompt replaces the generated DefaultSystemPrompt when not "".
 	SystemPrompt string
+	// Environment, when not "", is added to the generated prompt as its
+	// own paragraph: what the tools run on (the sandbox's toolchain), so
+	// the model need not guess. A caller's SystemPrompt is left as given.
+	Environment string
 	// Timeout bounds the whole run: every model round trip and every tool
 	// call. Zero adds no deadline of its own (ctx's still applies).
 	Timeout time.Duration
@@ -146,6 +150,9 @@ func (x *run) loop(ctx context.Context) Envelope {
 	system := x.req.SystemPrompt
 	if system == "" {
 		system = DefaultSystemPrompt(names)
+		if x.req.Environment != "" {
+			system += "\n\n" + x.req.Environment
+		}
 	}
 	llmReq := llm.Request{
 		Model:    x.req.Model,

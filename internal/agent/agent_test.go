@@ -516,6 +516,29 @@ func TestSessionIDAndNoExecutor(t *testing.T) {
 	}
 }
 
+// TestEnvironmentJoinsTheDefaultPrompt: the sandbox's toolchain is a
+// paragraph of the generated prompt, and a caller's own prompt is left as
+// given.
+func TestEnvironmentJoinsTheDefaultPrompt(t *testing.T) {
+	p := &scriptProvider{reply: func(context.Context, int, llm.Request) (*llm.Response, error) {
+		return &llm.Response{Text: "ok"}, nil
+	}}
+	r := &agent.Runner{Provider: p}
+	const env = "Programs on the sandbox's PATH: go (go version go1.99.1)."
+	r.Run(testCtx(t), agent.Request{Message: "x", Environment: env})
+	if got, want := p.Requests()[0].System, agent.DefaultSystemPrompt(nil)+"\n\n"+env; got != want {
+		t.Errorf("system = %q, want %q", got, want)
+	}
+	r.Run(testCtx(t), agent.Request{Message: "x", Environment: env, SystemPrompt: "be terse"})
+	if got := p.Requests()[1].System; got != "be terse" {
+		t.Errorf("system with a caller's prompt = %q", got)
+	}
+	r.Run(testCtx(t), agent.Request{Message: "x"})
+	if got := p.Requests()[2].System; got != agent.DefaultSystemPrompt(nil) {
+		t.Errorf("system without an environment = %q", got)
+	}
+}
+
 func TestNoProvider(t *testing.T) {
 	env := (&agent.Runner{}).Run(testCtx(t), agent.Request{Message: "x"})
 	assertFailure(t, env, errkinds.ProviderError, "no model provider")

@@ -14,6 +14,7 @@ import (
 	"github.com/garraia/garra/internal/audit"
 	"github.com/garraia/garra/internal/chat"
 	"github.com/garraia/garra/internal/errkinds"
+	"github.com/garraia/garra/internal/toolchain"
 )
 
 // The gateway's resources. Each is filtered by the same policy as the
@@ -25,6 +26,10 @@ const (
 	ResourceChat   = "garra://chats/{chat}" // one redacted history; with garra_read_history
 
 	chatURIPrefix = "garra://chats/"
+
+	// ResourceToolchain is the caller's own sandbox toolchain, read from
+	// its sandbox; with garra_agent and a sandbox.
+	ResourceToolchain = toolchain.URI
 )
 
 // SchemaPolicy tags the garra://policy document.
@@ -34,13 +39,18 @@ const SchemaPolicy = "garra.policy.v1"
 var resourceTool = map[string]string{ResourceStatus: ToolStatus, ResourceChats: ToolListChats, ResourceChat: ToolReadHistory}
 
 // AllResources lists the resources and the template in resources/list order.
-var AllResources = []string{ResourceStatus, ResourcePolicy, ResourceChats, ResourceChat}
+var AllResources = []string{ResourceStatus, ResourcePolicy, ResourceChats, ResourceChat, ResourceToolchain}
 
 // ResourceVisible reports whether c may list and read a resource (a URI, or
 // ResourceChat for the template): exactly when it may call its tool.
 func ResourceVisible(c Caller, s Switches, resource string) bool {
-	if resource == ResourcePolicy {
+	switch resource {
+	case ResourcePolicy:
 		return true
+	case ResourceToolchain:
+		// Only a caller whose agent runs in a sandbox has a toolchain;
+		// it is its own sandbox's, read with its own sandbox token.
+		return c.Sandbox != nil && c.Sandbox.URL != "" && slices.Contains(Visible(c, s), ToolAgent)
 	}
 	t, ok := resourceTool[resource]
 	return ok && slices.Contains(Visible(c, s), t)
@@ -73,6 +83,8 @@ func (g *policy) addResources(s *mcp.Server, c Caller) {
 		Description: "Your own effective policy: tools, budgets left this minute, allowed models, agent ceiling, chat scope (garra.policy.v1)."}, g.readPolicy(c))
 	s.AddResource(&mcp.Resource{URI: ResourceChats, Name: "chats", Title: "Conversations", MIMEType: jsonMIME,
 		Description: "What garra_list_chats returns, each row with its garra://chats/{chat} uri (garra.mcp.v1)."}, g.readChats(c))
+	s.AddResource(&mcp.Resource{URI: ResourceToolchain, Name: "toolchain", Title: "Your sandbox's toolchain", MIMEType: jsonMIME,
+		Description: "The programs on your sandbox's PATH with their versions, and the required tools it lacks, as your sandbox reports them."}, g.readToolchain(c))
 	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: ResourceChat, Name: "chat", Title: "A conversation's history", MIMEType: jsonMIME,
 		Description: "The last max_history_messages messages of one conversation, secrets redacted (garra.mcp.v1). Use the uri of a garra://chats row."}, g.readChat(c))
 }
@@ -336,4 +348,28 @@ func (g *policy) auditedUnknownTool(ctx context.Context, c Caller, next mcp.Meth
 			Outcome: audit.OutcomeNotFound, Kind: errkinds.NotFound, Auth: c.Auth, Identity: c.Identity, IdentityPersonal: c.IdentityPersonal})
 	}
 	return res, err
+}
+
+// errSandboxUnavailable is what a toolchain read gets when the caller's
+// sandbox does not answer (its reason is logged, never sent).
+var errSandboxUnavailable = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "your sandbox is unavailable"}
+
+func (g *policy) readToolchain(c Caller) mcp.ResourceHandler {
+	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		if !ResourceVisible(c, g.switches, ResourceToolchain) {
+			return nil, refusedRead(ctx, ResourceToolchain, "", req.Params.URI)
+		}
+		rep, err := g.readSandboxToolchain(ctx, c)
+		if err != nil {
+			g.log.Warn("sandbox toolchain not read", "caller", c.Name, "error", err)
+			note(ctx, ResourceToolchain, "", audit.OutcomeError, errkinds.Unavailable)
+			return nil, errSandboxUnavailable
+		}
+		b, err := json.Marshal(rep)
+		if err != nil {
+			return nil, err
+		}
+		note(ctx, ResourceToolchain, "", audit.OutcomeOK, "")
+		return jsonContents(req.Params.URI, string(b)), nil
+	}
 }
