@@ -98,7 +98,7 @@ func (d *dispatcher) handleAsk(ctx context.Context, r *mcp.CallToolRequest) (*mc
 	start := d.o.Now()
 	req, err := d.askRequest(r.Params.Arguments)
 	if err != nil {
-		d.audit(r, askToolName, "invalid_params", ask.KindUsage, "", "", start)
+		d.audit(ctx, r, askToolName, "invalid_params", ask.KindUsage, "", "", start)
 		return nil, invalidParams(err)
 	}
 	env := d.o.Asker.Ask(ctx, req)
@@ -106,7 +106,7 @@ func (d *dispatcher) handleAsk(ctx context.Context, r *mcp.CallToolRequest) (*mc
 	if env.Error != nil {
 		kind = env.Error.Kind
 	}
-	d.audit(r, askToolName, outcome(env.OK), kind, req.Provider, req.Model, start)
+	d.audit(ctx, r, askToolName, outcome(env.OK), kind, req.Provider, req.Model, start)
 	return envelopeResult(env.JSON(), !env.OK), nil
 }
 
