@@ -6,7 +6,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
-	"github.com/garraia/garra/internal/telemetry"
+	"github.com/garraia/garra/internal/otelenv"
 )
 
 // Service names of the two kinds of pod, as their spans say them.
@@ -24,14 +24,14 @@ func telemetryEnv(gs *garrav1alpha1.GarraServer, service string) []*corev1ac.Env
 		return nil
 	}
 	env := []*corev1ac.EnvVarApplyConfiguration{
-		corev1ac.EnvVar().WithName(telemetry.EnvEndpoint).WithValue(t.OTLPEndpoint),
-		corev1ac.EnvVar().WithName(telemetry.EnvServiceName).WithValue(service),
+		corev1ac.EnvVar().WithName(otelenv.Endpoint).WithValue(t.OTLPEndpoint),
+		corev1ac.EnvVar().WithName(otelenv.ServiceName).WithValue(service),
 	}
 	if t.Sampler != "" {
-		env = append(env, corev1ac.EnvVar().WithName(telemetry.EnvSampler).WithValue(t.Sampler))
+		env = append(env, corev1ac.EnvVar().WithName(otelenv.Sampler).WithValue(t.Sampler))
 	}
 	if t.SamplerRatio != "" {
-		env = append(env, corev1ac.EnvVar().WithName(telemetry.EnvSamplerArg).WithValue(t.SamplerRatio))
+		env = append(env, corev1ac.EnvVar().WithName(otelenv.SamplerArg).WithValue(t.SamplerRatio))
 	}
 	return env
 }
@@ -47,7 +47,7 @@ func telemetryProblem(gs *garrav1alpha1.GarraServer) string {
 	if u, err := url.Parse(t.OTLPEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 		return "spec.telemetry.otlpEndpoint must be an http or https URL (the collector's OTLP/HTTP base, e.g. http://otel-collector.observability:4318)"
 	}
-	if _, _, err := telemetry.ParseSampler(t.Sampler, t.SamplerRatio); err != nil {
+	if _, _, err := otelenv.CheckSampler(t.Sampler, t.SamplerRatio); err != nil {
 		return "spec.telemetry.sampler/samplerRatio: the sampler must be one of the OTEL_TRACES_SAMPLER names and the ratio a number from 0 to 1"
 	}
 	return ""
