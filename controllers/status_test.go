@@ -123,6 +123,15 @@ func TestInvalidSpec(t *testing.T) {
 		{"name with a dot", func(gs *garrav1alpha1.GarraServer) { gs.Name = "team.a" }, "g", "s", "metadata.name"},
 		{"zero workspace", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Orchestrators[1].Workspace.Size = resource.MustParse("0") }, "g", "s",
 			"spec.orchestrators[n8n-prod].workspace.size must be positive"},
+		{"telemetry endpoint without a scheme", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Telemetry = &garrav1alpha1.TelemetrySpec{OTLPEndpoint: "user:hunter2@collector:4318"}
+		}, "g", "s", "spec.telemetry.otlpEndpoint must be an http or https URL"},
+		{"telemetry ratio out of range", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Telemetry = &garrav1alpha1.TelemetrySpec{OTLPEndpoint: "http://c:4318", Sampler: "traceidratio", SamplerRatio: "7"}
+		}, "g", "s", "spec.telemetry.sampler/samplerRatio"},
+		{"telemetry valid", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Telemetry = &garrav1alpha1.TelemetrySpec{OTLPEndpoint: "https://otel.example:4318", Sampler: "parentbased_traceidratio", SamplerRatio: "0.5"}
+		}, "g", "s", ""},
 		{"negative gateway storage", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Gateway.Storage.Size = resource.MustParse("-1Gi") }, "g", "s",
 			"spec.gateway.storage.size must be positive"},
 	}

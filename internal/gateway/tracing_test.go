@@ -256,3 +256,23 @@ func TestTraceErrorTypeIsTheGarraKind(t *testing.T) {
 		t.Fatalf("spans:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// BenchmarkTracingOverhead: what tracing adds to a POST /mcp tools/call,
+// every request sampled and exported (batched) to a loopback OTLP
+// receiver that decodes it, against the same gateway with the variables
+// unset. Paired legs, as in BenchmarkMCPHTTPOverhead: read mean-extra-us
+// and the ratios.
+func BenchmarkTracingOverhead(b *testing.B) {
+	otlp := otlpdouble.New(b)
+	env := map[string]string{telemetry.EnvEndpoint: otlp.URL, telemetry.EnvSampler: "always_on"}
+	tp, shutdown, err := telemetry.Setup(context.Background(), telemetry.Options{Getenv: func(k string) string { return env[k] }, ServiceName: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = shutdown(context.Background()) }()
+	body := benchCallBody(gateway.ToolStatus)
+	benchPosts(b, []benchLeg{
+		{"traced", benchGatewayHandler(b, true, func(o *gateway.Options) { o.TracerProvider = tp }), body},
+		{"untraced", benchGatewayHandler(b, true), body},
+	})
+}

@@ -99,7 +99,7 @@ func (d *dispatcher) handleAsk(ctx context.Context, r *mcp.CallToolRequest) (*mc
 	start := d.o.Now()
 	req, err := d.askRequest(r.Params.Arguments)
 	if err != nil {
-		d.audit(r, askToolName, "invalid_params", errkinds.Usage, "", "", start)
+		d.audit(ctx, r, askToolName, "invalid_params", errkinds.Usage, "", "", start)
 		return nil, invalidParams(err)
 	}
 	env := d.o.Asker.Ask(ctx, req)
@@ -107,7 +107,7 @@ func (d *dispatcher) handleAsk(ctx context.Context, r *mcp.CallToolRequest) (*mc
 	if env.Error != nil {
 		kind = env.Error.Kind
 	}
-	d.audit(r, askToolName, outcome(env.OK), kind, req.Provider, req.Model, start)
+	d.audit(ctx, r, askToolName, outcome(env.OK), kind, req.Provider, req.Model, start)
 	return envelopeResult(env.JSON(), !env.OK), nil
 }
 

@@ -149,8 +149,8 @@ func describe(method string, req mcp.Request) (string, []attribute.KeyValue) {
 			attrs = append(attrs, semconv.McpResourceURI(r.Params.URI))
 		}
 	}
-	if s, ok := req.GetSession().(interface{ ID() string }); ok && s != nil {
-		if id := s.ID(); id != "" {
+	if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
+		if id := ss.ID(); id != "" {
 			attrs = append(attrs, semconv.McpSessionID(id))
 		}
 	}
