@@ -118,7 +118,8 @@ type reconcileState struct {
 //  5. apply the gateway's objects (the tokens Secret first, then remove a
 //     handled rotate-token annotation; its ServiceMonitor when the
 //     Prometheus Operator is installed), then each orchestrator's;
-//  6. delete the objects of orchestrators no longer in the spec;
+//  6. scale to zero the idle-enabled sandboxes without a recent call,
+//     then delete the objects of orchestrators no longer in the spec;
 //  7. write the status, derived from what is in the cluster now and from
 //     the gateway's answer about the config it runs.
 //
@@ -151,9 +152,11 @@ func (r *GarraServerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		{"generate secrets", r.ensureSecrets},
 		{"read secrets", r.readSecrets},
 		{"apply identity", r.applyIdentity},
+		{"apply wake role", func(ctx context.Context, s *reconcileState) error { return r.applyWakeRole(ctx, s.gs) }},
 		{"apply gateway", r.applyGateway},
 		{"apply service monitor", r.applyServiceMonitor},
 		{"apply orchestrators", r.applyOrchestrators},
+		{"suspend idle sandboxes", r.suspendIdle},
 		{"remove orchestrators", r.removeStale},
 	}
 	var stepErr error

@@ -694,6 +694,71 @@ var _ = Describe("GarraServer", func() {
 		}, timeout, interval).Should(HaveValue(Equal(int64(100))))
 	})
 
+	It("suspends an idle sandbox after its idleTimeout, leaves the wake to the gateway, and reports it", func() {
+		twoOrchestrators(ns)
+		settled(ns, "badgood", "n8n")
+		By("a bad idleTimeout is refused naming the field")
+		gs := server(ns)
+		gs.Spec.Orchestrators[0].Sandbox.IdleTimeout = &metav1.Duration{Duration: time.Second}
+		err := k8sClient.Update(ctx, gs)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(And(ContainSubstring("spec.orchestrators[0].sandbox.idleTimeout"), ContainSubstring("between 10s and 720h")))
+
+		By("idleTimeout 10s on badgood: a wake Role on exactly its Deployment, the gateway mounting its credential")
+		update(ns, func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Orchestrators[0].Sandbox.IdleTimeout = &metav1.Duration{Duration: 10 * time.Second}
+		})
+		Eventually(func() []string {
+			role := &rbacv1.Role{}
+			if k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "team-a-gateway-wake"}, role) != nil || len(role.Rules) == 0 {
+				return nil
+			}
+			return append(role.Rules[0].ResourceNames, role.Rules[0].Verbs...)
+		}, timeout, interval).Should(Equal([]string{"team-a-sandbox-badgood", "get", "patch"}))
+		Eventually(func() error {
+			return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "team-a-gateway-wake"}, &rbacv1.RoleBinding{})
+		}, timeout, interval).Should(Succeed())
+		Eventually(func() *bool {
+			return get(ns, "team-a-gateway", &appsv1.Deployment{}).Spec.Template.Spec.AutomountServiceAccountToken
+		}, timeout, interval).Should(HaveValue(BeTrue()))
+
+		By("a call marked just now keeps it running; a mark older than 10s suspends it")
+		mark := func(at time.Time) {
+			GinkgoHelper()
+			d := get(ns, "team-a-sandbox-badgood", &appsv1.Deployment{})
+			patch := client.MergeFrom(d.DeepCopy())
+			if d.Annotations == nil {
+				d.Annotations = map[string]string{}
+			}
+			d.Annotations[AnnotationLastCall] = at.UTC().Format(time.RFC3339Nano)
+			must(k8sClient.Patch(ctx, d, patch))
+		}
+		mark(time.Now())
+		Consistently(func() int32 { return *get(ns, "team-a-sandbox-badgood", &appsv1.Deployment{}).Spec.Replicas }, 3*time.Second, interval).Should(Equal(int32(1)))
+		mark(time.Now().Add(-time.Minute))
+		Eventually(func() int32 { return *get(ns, "team-a-sandbox-badgood", &appsv1.Deployment{}).Spec.Replicas }, timeout, interval).Should(Equal(int32(0)))
+		Eventually(func() bool { return server(ns).Status.Orchestrators[0].Suspended }, timeout, interval).Should(BeTrue())
+		Expect(server(ns).Status.Orchestrators[0].LastCall).NotTo(BeNil())
+		Expect(server(ns).Status.Orchestrators[1].Suspended).To(BeFalse())
+		Eventually(func() []string { return eventReasons(ns) }, timeout, interval).Should(ContainElement(EventSandboxSuspended))
+
+		By("the gateway's wake (replicas 1 and a fresh mark) is not undone by the operator")
+		d := get(ns, "team-a-sandbox-badgood", &appsv1.Deployment{})
+		patch := client.MergeFrom(d.DeepCopy())
+		d.Spec.Replicas = ptr.To(int32(1))
+		d.Annotations[AnnotationLastCall] = time.Now().UTC().Format(time.RFC3339Nano)
+		must(k8sClient.Patch(ctx, d, patch, client.FieldOwner("garra-gateway")))
+		update(ns, func(gs *garrav1alpha1.GarraServer) { gs.Spec.Gateway.AskBudgetPerMinute = 7 })
+		Consistently(func() int32 { return *get(ns, "team-a-sandbox-badgood", &appsv1.Deployment{}).Spec.Replicas }, 3*time.Second, interval).Should(Equal(int32(1)))
+		Eventually(func() bool { return server(ns).Status.Orchestrators[0].Suspended }, timeout, interval).Should(BeFalse())
+
+		By("idleTimeout removed: the Role goes, the apply owns replicas again")
+		update(ns, func(gs *garrav1alpha1.GarraServer) { gs.Spec.Orchestrators[0].Sandbox.IdleTimeout = nil })
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "team-a-gateway-wake"}, &rbacv1.Role{}))
+		}, timeout, interval).Should(BeTrue())
+	})
+
 	It("reports Verified per orchestrator as the gateway's handshake found, asking as the owner", func() {
 		twoOrchestrators(ns)
 		settled(ns, "badgood", "n8n")

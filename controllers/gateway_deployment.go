@@ -54,11 +54,12 @@ func gatewayDeployment(gs *garrav1alpha1.GarraServer, image, hash string) *appsv
 		container.WithResources(res)
 	}
 
-	// The API credential is mounted only for TokenReviews here; replicas on
+	// The API credential is mounted only for TokenReviews and waking idle
+	// sandboxes here; replicas on
 	// a shared store also get it for the poller Lease (sharedGatewayDeployment).
 	pod := corev1ac.PodSpec().
 		WithServiceAccountName(gatewayName(gs)).
-		WithAutomountServiceAccountToken(needsTokenReview(gs)).
+		WithAutomountServiceAccountToken(needsTokenReview(gs) || len(idleSandboxes(gs)) > 0).
 		WithEnableServiceLinks(false).
 		WithSecurityContext(restrictedPodSecurity()).
 		WithContainers(container).

@@ -144,7 +144,13 @@ func sandboxDeployment(gs *garrav1alpha1.GarraServer, o garrav1alpha1.Orchestrat
 
 	// No inputs hash: nothing this pod reads only at start comes from a
 	// Secret, so a rotation or a policy change never restarts it.
-	return singlePodDeployment(gs, sandboxName(gs, o.Name), lbl, "", pod)
+	dep := singlePodDeployment(gs, sandboxName(gs, o.Name), lbl, "", pod)
+	if idleTimeout(o) > 0 {
+		// Replicas belong to the idle clock (suspendIdle, the gateway's
+		// wake), not to the apply.
+		dep.Spec.Replicas = nil
+	}
+	return dep
 }
 
 // binDirLimit bounds the binary's emptyDir: one static garra (under 100

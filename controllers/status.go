@@ -50,9 +50,15 @@ func computeStatus(gs *garrav1alpha1.GarraServer, w observed) garrav1alpha1.Garr
 		Conditions:         append([]metav1.Condition(nil), gs.Status.Conditions...),
 	}
 	var notReady []string
+	nSuspended := 0
 	for _, o := range gs.Spec.Orchestrators {
-		ok := available(w.sandboxes[o.Name])
-		if !ok {
+		d := w.sandboxes[o.Name]
+		ok := available(d)
+		asleep := idleTimeout(o) > 0 && suspended(d)
+		switch {
+		case asleep:
+			nSuspended++ // suspended on purpose: its next call wakes it
+		case !ok:
 			notReady = append(notReady, o.Name)
 		}
 		tokenSecret := "" // the ServiceAccount and OIDC modes hold no token
@@ -67,6 +73,14 @@ func computeStatus(gs *garrav1alpha1.GarraServer, w observed) garrav1alpha1.Garr
 			SandboxEndpoint: SandboxURL(gs, o.Name),
 			TokenRotation:   rotationStatus(w.rotations, o.Name),
 		}
+		if asleep {
+			row.Suspended = true
+		}
+		if idleTimeout(o) > 0 && d != nil {
+			if t, err := time.Parse(time.RFC3339Nano, d.Annotations[AnnotationLastCall]); err == nil {
+				row.LastCall = &metav1.Time{Time: t.Truncate(time.Second)}
+			}
+		}
 		if w.verified != nil {
 			v := w.verified.byName[o.Name]
 			row.Verified, row.VerifiedReason, row.VerifiedMessage = v.Verified, v.Reason, v.Message
@@ -78,7 +92,7 @@ func computeStatus(gs *garrav1alpha1.GarraServer, w observed) garrav1alpha1.Garr
 		st.ConfigHash = gs.Status.ConfigHash
 	}
 	total := len(gs.Spec.Orchestrators)
-	st.OrchestratorsReady = fmt.Sprintf("%d/%d", total-len(notReady), total)
+	st.OrchestratorsReady = fmt.Sprintf("%d/%d", total-len(notReady)-nSuspended, total)
 
 	set := func(typ string, ok bool, reason, msg string) {
 		status := metav1.ConditionFalse
@@ -129,6 +143,9 @@ func computeStatus(gs *garrav1alpha1.GarraServer, w observed) garrav1alpha1.Garr
 	switch {
 	case total == 0:
 		set(garrav1alpha1.ConditionOrchestratorsReady, true, garrav1alpha1.ReasonNoOrchestrators, "the spec lists no orchestrator")
+	case orchOK && nSuspended > 0:
+		set(garrav1alpha1.ConditionOrchestratorsReady, true, garrav1alpha1.ReasonAvailable,
+			fmt.Sprintf("%s sandboxes available, %d suspended while idle (the next call wakes it)", st.OrchestratorsReady, nSuspended))
 	case orchOK:
 		set(garrav1alpha1.ConditionOrchestratorsReady, true, garrav1alpha1.ReasonAvailable, fmt.Sprintf("%s sandboxes available", st.OrchestratorsReady))
 	default:
@@ -181,7 +198,7 @@ func (r *GarraServerReconciler) writeStatus(ctx context.Context, s *reconcileSta
 		w.sandboxes[o.Name] = d
 	}
 	if s.invalid == "" {
-		w.verified = r.verifySandboxes(ctx, s, w.gateway)
+		w.verified = r.verifySandboxes(ctx, s, w.gateway, w.sandboxes)
 	}
 	st := computeStatus(gs, w)
 	if equality.Semantic.DeepEqual(gs.Status, st) {

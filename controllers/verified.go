@@ -34,6 +34,11 @@ const VerifyPendingRequeue = 5 * time.Second
 // has no verdict on its sandbox yet.
 const ReasonNotChecked = "NotChecked"
 
+// ReasonSuspended is the verifiedReason of a sandbox suspended while idle:
+// there is nothing to shake hands with until its next call wakes it, and
+// it does not make the GarraServer unverified.
+const ReasonSuspended = "Suspended"
+
 // maxSandboxzBytes bounds the gateway's answer.
 const maxSandboxzBytes = 1 << 20
 
@@ -84,8 +89,15 @@ type verification struct {
 // verifiedFrom turns the gateway's report (or the failure to get it) into
 // each orchestrator's verdict and the Verified condition. It is pure, for
 // the table test.
-func verifiedFrom(orchestrators []string, rep sandboxz.Report, probeErr error) verification {
+func verifiedFrom(orchestrators []string, asleep map[string]bool, rep sandboxz.Report, probeErr error) verification {
 	v := verification{byName: map[string]sandboxz.Verdict{}}
+	defer func() {
+		for o := range asleep {
+			if _, ok := v.byName[o]; ok {
+				v.byName[o] = sandboxz.Verdict{Reason: ReasonSuspended, Message: "suspended while idle: verified again once its next call wakes it"}
+			}
+		}
+	}()
 	if probeErr != nil {
 		for _, o := range orchestrators {
 			v.byName[o] = sandboxz.Verdict{Reason: ReasonNotChecked, Message: "the gateway could not be asked"}
@@ -97,6 +109,10 @@ func verifiedFrom(orchestrators []string, rep sandboxz.Report, probeErr error) v
 	}
 	var bad []string
 	for _, o := range orchestrators {
+		if asleep[o] {
+			v.byName[o] = sandboxz.Verdict{}
+			continue
+		}
 		x, ok := rep.Sandboxes[o]
 		if !ok {
 			x = sandboxz.Verdict{Reason: ReasonNotChecked, Message: "the gateway has not checked this sandbox yet"}
@@ -123,28 +139,32 @@ func verifiedFrom(orchestrators []string, rep sandboxz.Report, probeErr error) v
 // verifySandboxes asks the gateway for its verdicts, when it can be asked:
 // nil without a probe (not asked), or while the gateway has no available
 // replica (its Service has no endpoint).
-func (r *GarraServerReconciler) verifySandboxes(ctx context.Context, s *reconcileState, gateway *appsv1.Deployment) *verification {
+func (r *GarraServerReconciler) verifySandboxes(ctx context.Context, s *reconcileState, gateway *appsv1.Deployment, sandboxes map[string]*appsv1.Deployment) *verification {
 	gs := s.gs
 	if r.SandboxProbe == nil {
 		return nil
 	}
 	names := make([]string, 0, len(gs.Spec.Orchestrators))
+	asleep := map[string]bool{}
 	for _, o := range gs.Spec.Orchestrators {
 		names = append(names, o.Name)
+		if idleTimeout(o) > 0 && suspended(sandboxes[o.Name]) {
+			asleep[o.Name] = true
+		}
 	}
 	var v verification
 	switch key := s.values[gatewayAPIKeyRef(gs).String()]; {
 	case !available(gateway):
-		v = verifiedFrom(names, sandboxz.Report{}, fmt.Errorf("the gateway Deployment %s has no available replica", gatewayName(gs)))
+		v = verifiedFrom(names, asleep, sandboxz.Report{}, fmt.Errorf("the gateway Deployment %s has no available replica", gatewayName(gs)))
 	case len(key) == 0:
-		v = verifiedFrom(names, sandboxz.Report{}, fmt.Errorf("the gateway's key (%s) is missing", gatewayAPIKeyRef(gs)))
+		v = verifiedFrom(names, asleep, sandboxz.Report{}, fmt.Errorf("the gateway's key (%s) is missing", gatewayAPIKeyRef(gs)))
 	default:
 		url := GatewaySandboxzURL(gs)
 		if r.SandboxProbeURL != nil {
 			url = r.SandboxProbeURL(gs)
 		}
 		rep, err := r.SandboxProbe(ctx, url, strings.TrimSpace(string(key)))
-		v = verifiedFrom(names, rep, err)
+		v = verifiedFrom(names, asleep, rep, err)
 	}
 	if v.pending {
 		s.requeueAt(VerifyPendingRequeue)

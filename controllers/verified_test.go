@@ -23,18 +23,22 @@ func TestVerifiedFrom(t *testing.T) {
 		message  string
 		pending  bool
 		rowsWant map[string]string // orchestrator → verifiedReason ("" = verified)
+		asleep   map[string]bool
 	}{
-		{"none", nil, sandboxz.Report{}, nil, metav1.ConditionTrue, garrav1alpha1.ReasonNoOrchestrators, "the spec lists no orchestrator", false, map[string]string{}},
+		{"none", nil, sandboxz.Report{}, nil, metav1.ConditionTrue, garrav1alpha1.ReasonNoOrchestrators, "the spec lists no orchestrator", false, map[string]string{}, nil},
 		{"all verified", []string{"a", "b"}, sandboxz.Report{Sandboxes: map[string]sandboxz.Verdict{"a": ok, "b": ok}}, nil,
-			metav1.ConditionTrue, garrav1alpha1.ReasonVerified, "the gateway's MCP handshake with every sandbox works", false, map[string]string{"a": "", "b": ""}},
+			metav1.ConditionTrue, garrav1alpha1.ReasonVerified, "the gateway's MCP handshake with every sandbox works", false, map[string]string{"a": "", "b": ""}, nil},
 		{"one refused", []string{"a", "b"}, sandboxz.Report{Sandboxes: map[string]sandboxz.Verdict{"a": ok, "b": refused}}, nil,
-			metav1.ConditionFalse, garrav1alpha1.ReasonNotVerified, "not verified: b (TokenRefused)", false, map[string]string{"a": "", "b": sandboxz.TokenRefused}},
+			metav1.ConditionFalse, garrav1alpha1.ReasonNotVerified, "not verified: b (TokenRefused)", false, map[string]string{"a": "", "b": sandboxz.TokenRefused}, nil},
 		{"one not checked yet", []string{"a", "new"}, sandboxz.Report{Sandboxes: map[string]sandboxz.Verdict{"a": ok, "gone": ok}}, nil,
-			metav1.ConditionFalse, garrav1alpha1.ReasonNotVerified, "not verified: new (NotChecked)", true, map[string]string{"a": "", "new": ReasonNotChecked}},
+			metav1.ConditionFalse, garrav1alpha1.ReasonNotVerified, "not verified: new (NotChecked)", true, map[string]string{"a": "", "new": ReasonNotChecked}, nil},
 		{"gateway not asked", []string{"a"}, sandboxz.Report{}, errors.New("HTTP 401"),
-			metav1.ConditionUnknown, garrav1alpha1.ReasonPending, "the gateway could not be asked about its sandboxes: HTTP 401", true, map[string]string{"a": ReasonNotChecked}},
+			metav1.ConditionUnknown, garrav1alpha1.ReasonPending, "the gateway could not be asked about its sandboxes: HTTP 401", true, map[string]string{"a": ReasonNotChecked}, nil},
+		{"one suspended, the gateway unable to reach it", []string{"a", "b"}, sandboxz.Report{Sandboxes: map[string]sandboxz.Verdict{"a": ok, "b": {Reason: sandboxz.Unreachable}}}, nil,
+			metav1.ConditionTrue, garrav1alpha1.ReasonVerified, "the gateway's MCP handshake with every sandbox works", false,
+			map[string]string{"a": "", "b": ReasonSuspended}, map[string]bool{"b": true}},
 	} {
-		v := verifiedFrom(tc.orchs, tc.rep, tc.err)
+		v := verifiedFrom(tc.orchs, tc.asleep, tc.rep, tc.err)
 		if v.cond.Status != tc.status || v.cond.Reason != tc.reason || v.cond.Message != tc.message || v.pending != tc.pending {
 			t.Errorf("%s: %+v pending %v", tc.name, v.cond, v.pending)
 		}

@@ -574,6 +574,15 @@ type SandboxSpec struct {
 	// +kubebuilder:default=none
 	// +optional
 	Egress Egress `json:"egress,omitempty"`
+
+	// IdleTimeout, when set, suspends the sandbox after that long without
+	// a call: the operator scales its Deployment to zero (the workspace
+	// claim and the Secret stay; status says suspended), and the
+	// orchestrator's next garra_agent call wakes it, waiting within its
+	// own timeout. Off by default; at least 10s, at most 720h.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s') && duration(self) <= duration('720h')",message="idleTimeout must be between 10s and 720h (e.g. 15m), or absent to keep the sandbox always running"
+	// +optional
+	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty"`
 }
 
 // GarraServerStatus is derived afresh from the cluster on every reconcile.
@@ -640,6 +649,14 @@ type OrchestratorStatus struct {
 	// VerifiedMessage is the gateway's sentence about the last handshake.
 	// +optional
 	VerifiedMessage string `json:"verifiedMessage,omitempty"`
+	// Suspended is true while an idle sandbox is scaled to zero; its next
+	// call wakes it.
+	// +optional
+	Suspended bool `json:"suspended,omitempty"`
+	// LastCall is when the gateway last started a call in this sandbox
+	// (with idleTimeout only).
+	// +optional
+	LastCall *metav1.Time `json:"lastCall,omitempty"`
 }
 
 // TokenRotationStatus is an overlap in progress.

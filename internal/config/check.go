@@ -183,6 +183,14 @@ func (c *Config) CheckWith(getenv func(string) string, readFile func(string) (st
 			case getenv(o.Sandbox.TokenEnv) == "":
 				failsClosed(field+".sandbox.token_env", "%s is not set: agent tools for this orchestrator are refused", o.Sandbox.TokenEnv)
 			}
+			if w := o.Sandbox.Wake; w != nil {
+				if w.Namespace == "" {
+					add(field+".sandbox.wake.namespace", "required: the namespace of the sandbox's Deployment")
+				}
+				if w.Deployment == "" {
+					add(field+".sandbox.wake.deployment", "required: the name of the sandbox's Deployment")
+				}
+			}
 		}
 	}
 	ps = append(ps, c.checkAuth(getenv, readFile)...)

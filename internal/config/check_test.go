@@ -24,6 +24,8 @@ func TestCheck(t *testing.T) {
 		{"drain_seconds high", "gateway: {drain_seconds: 901}", []string{"gateway.drain_seconds"}},
 		{"handover_seconds negative", "gateway: {handover_seconds: -1}", []string{"gateway.handover_seconds"}},
 		{"handover_seconds high", "gateway: {handover_seconds: 61}", []string{"gateway.handover_seconds"}},
+		{"sandbox wake without its Deployment", "gateway: {mcp_http: {orchestrators: [{name: a, key_env: K, sandbox: {url: 'http://s:8080/mcp', token_env: T, wake: {namespace: ns}}}]}}",
+			[]string{"gateway.mcp_http.orchestrators[a].key_env", "gateway.mcp_http.orchestrators[a].sandbox.token_env", "gateway.mcp_http.orchestrators[a].sandbox.wake.deployment"}},
 		{"bad redact pattern", "gateway: {mcp_http: {redact_patterns: ['(unclosed']}}", []string{"gateway.mcp_http.redact_patterns[0]"}},
 		{"empty-matching redact patterns", `gateway: {mcp_http: {redact_patterns: ['corp-[0-9]{6}', 'a*', 'ok', '\b']}}`,
 			[]string{"gateway.mcp_http.redact_patterns[1]", "gateway.mcp_http.redact_patterns[3]"}},

@@ -254,6 +254,16 @@ type OrchestratorSandbox struct {
 	URL       string `json:"url"`
 	TokenEnv  string `json:"token_env,omitempty"`
 	TokenFile string `json:"token_file,omitempty"`
+	// Wake, when set, is the Kubernetes Deployment of a sandbox that is
+	// scaled to zero while idle: the gateway marks each call on it and
+	// scales it back to one when a call finds it asleep.
+	Wake *SandboxWake `json:"wake,omitempty"`
+}
+
+// SandboxWake names the Deployment of an idle-suspended sandbox.
+type SandboxWake struct {
+	Namespace  string `json:"namespace"`
+	Deployment string `json:"deployment"`
 }
 
 // Channels configures the chat channels.

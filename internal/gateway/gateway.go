@@ -58,6 +58,9 @@ type Options struct {
 	// limits; nil = in this process's memory. A shared factory makes them
 	// hold across replicas.
 	Budgets BudgetFactory
+	// Waker wakes idle-suspended sandboxes; nil means the Deployments API
+	// of the cluster the gateway runs in (built on first use).
+	Waker Waker
 	// Reviewer sends the TokenReviews of serviceAccount orchestrators;
 	// nil = a client of the in-cluster API server (or of
 	// gateway.auth.kubeconfig), built when a config first needs one.
@@ -112,6 +115,8 @@ type Gateway struct {
 	handingOver atomic.Bool
 	// verify holds the last handshake with each sandbox (GET /sandboxz).
 	verify *verifier
+	// wakes wakes idle-suspended sandboxes.
+	wakes *wakes
 }
 
 // policy is one configuration's immutable view: the config, the callers
@@ -198,6 +203,7 @@ func New(o Options) (*Gateway, error) {
 		resync:      o.ReloadResync,
 		hardStop:    make(chan struct{}),
 		reviewers:   &reviewers{given: o.Reviewer},
+		wakes:       &wakes{given: o.Waker},
 		tracing:     o.TracerProvider,
 	}
 	// The SDK logs every stateless POST at info (connect, disconnect):
