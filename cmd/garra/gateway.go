@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,6 +12,7 @@ import (
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/gateway"
 	"github.com/garraia/garra/internal/pgbudget"
+	"github.com/garraia/garra/internal/redact"
 )
 
 func newGatewayCommand(o *rootOptions) *cobra.Command {
@@ -62,6 +64,19 @@ tokens, prompts, answers or chat ids in clear. Error kinds: docs/errors.md.`,
 			auditLog := newAuditLog(cfg, log)
 			defer closeLogged(log, "audit log", auditLog)
 			log.Info("garra gateway starting", "version", version, "config", configLabel(src.Path), "audit", auditLog.Path())
+			// Spans are redacted with the policy in force once the gateway
+			// exists (a reload's secrets included), with red before.
+			var built atomic.Pointer[gateway.Gateway]
+			tp, flushTraces, err := startTracing(cmd.Context(), o, log, "garra-gateway", func() *redact.Redactor {
+				if g := built.Load(); g != nil {
+					return g.Redactor()
+				}
+				return red
+			})
+			if err != nil {
+				return err
+			}
+			defer flushTraces()
 			if err := cfg.ReadAPIKeyFile(o.getenv); err != nil {
 				// Fail closed, as without any key: POST /mcp stays off.
 				log.Error("no owner key", "error", err.Error(), "fix", "make gateway.api_key_file a readable file holding the key, and set only one of api_key and api_key_file")
@@ -83,10 +98,12 @@ tokens, prompts, answers or chat ids in clear. Error kinds: docs/errors.md.`,
 				}
 			}
 			g, err := gateway.New(gateway.Options{Config: cfg, Getenv: o.getenv, Logger: log, Version: version, Audit: auditLog,
-				Store: chatRT.Store, Sender: chatRT.Sender, ConfigPath: src.Path, ConfigBytes: cfgBytes, Budgets: budgets})
+				Store: chatRT.Store, Sender: chatRT.Sender, ConfigPath: src.Path, ConfigBytes: cfgBytes, Budgets: budgets,
+				TracerProvider: tp})
 			if err != nil {
 				return fmt.Errorf("gateway: %w", err)
 			}
+			built.Store(g)
 			return g.Run(cmd.Context(), nil)
 		},
 	}

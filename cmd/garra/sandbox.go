@@ -65,8 +65,15 @@ groups.`,
 			if file != "" {
 				secrets, _ = config.ReadSecretLines(file)
 			}
-			log := newLogger(cmd.ErrOrStderr(), redact.Default().WithSecrets(secrets...))
+			red := redact.Default().WithSecrets(secrets...)
+			log := newLogger(cmd.ErrOrStderr(), red)
+			tp, flushTraces, err := startTracing(cmd.Context(), o, log, "garra-sandbox", func() *redact.Redactor { return red })
+			if err != nil {
+				return err
+			}
+			defer flushTraces()
 			srv, err := sandbox.New(sandbox.Options{
+				TracerProvider:  tp,
 				Workspace:       workspace,
 				Token:           token,
 				TokenFile:       file,

@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/errkinds"
 	"github.com/garraia/garra/internal/llm"
@@ -63,6 +65,8 @@ type Core struct {
 	// connection errors) is retried within the deadline.
 	Retries int
 	Now     func() time.Time
+	// TracerProvider makes each model call a span; nil = untraced.
+	TracerProvider trace.TracerProvider
 }
 
 // DefaultRetries is what the CLI and servers use: a transient 429 or 502
@@ -132,6 +136,13 @@ func (c *Core) Provider(name string) (llm.Provider, error) {
 	p, err := newProvider(llm.Options{Kind: llm.Kind(ref.Kind), BaseURL: ref.BaseURL, APIKey: key, MaxRetries: c.Retries})
 	if err != nil {
 		return nil, fmt.Errorf("provider %s: %w", name, err)
+	}
+	if c.TracerProvider != nil {
+		base := ref.BaseURL
+		if base == "" {
+			base = llm.DefaultBaseURL(llm.Kind(ref.Kind))
+		}
+		p = llm.Traced(p, c.TracerProvider, base)
 	}
 	return p, nil
 }

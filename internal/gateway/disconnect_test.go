@@ -178,12 +178,17 @@ func TestClientDisconnectKillsTheSandboxCommand(t *testing.T) {
 const sandboxToken = "sandbox-token-0123456789abcdef"
 
 // startSandbox serves a real `garra sandbox` on 127.0.0.1 over a temp
-// workspace: its MCP URL, its log and the workspace.
-func startSandbox(t *testing.T) (url string, logs *testlog.Buffer, workspace string) {
+// workspace: its MCP URL, its log and the workspace. opts adjust its
+// options.
+func startSandbox(t *testing.T, opts ...func(*sandbox.Options)) (url string, logs *testlog.Buffer, workspace string) {
 	t.Helper()
 	workspace = t.TempDir()
 	logs = &testlog.Buffer{}
-	srv, err := sandbox.New(sandbox.Options{Workspace: workspace, Token: sandboxToken, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	o := sandbox.Options{Workspace: workspace, Token: sandboxToken, Logger: slog.New(slog.NewTextHandler(logs, nil))}
+	for _, f := range opts {
+		f(&o)
+	}
+	srv, err := sandbox.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/audit"
@@ -58,10 +59,16 @@ type Options struct {
 	// limits; nil = in this process's memory. A shared factory makes them
 	// hold across replicas.
 	Budgets BudgetFactory
+	// Waker wakes idle-suspended sandboxes; nil means the Deployments API
+	// of the cluster the gateway runs in (built on first use).
+	Waker Waker
 	// Reviewer sends the TokenReviews of serviceAccount orchestrators;
 	// nil = a client of the in-cluster API server (or of
 	// gateway.auth.kubeconfig), built when a config first needs one.
 	Reviewer authn.Reviewer
+	// TracerProvider traces MCP requests, LLM calls and sandbox calls;
+	// nil = tracing off, and nothing is instrumented.
+	TracerProvider trace.TracerProvider
 }
 
 // requestIDHeader carries the id of a call's HTTP request from the
@@ -90,6 +97,7 @@ type Gateway struct {
 	sdkLog      *slog.Logger
 	reqCtx      *mcpcancel.Requests
 	reviewers   *reviewers
+	tracing     trace.TracerProvider // nil = off
 
 	cur        atomic.Pointer[policy]
 	configPath string
@@ -103,6 +111,13 @@ type Gateway struct {
 	flight   sync.WaitGroup
 	hardStop chan struct{} // closed at the drain deadline
 	stopOnce sync.Once
+	// handingOver is set on SIGTERM for gateway.handover_seconds before
+	// the drain: requests are still served, each closing its connection.
+	handingOver atomic.Bool
+	// verify holds the last handshake with each sandbox (GET /sandboxz).
+	verify *verifier
+	// wakes wakes idle-suspended sandboxes.
+	wakes *wakes
 }
 
 // policy is one configuration's immutable view: the config, the callers
@@ -126,6 +141,7 @@ type policy struct {
 	// resourceMetadata serves RFC 9728 metadata; nil when /mcp is not mounted.
 	resourceMetadata http.Handler
 	api              map[string]http.Handler // chat API routes; nil without a key
+	sandboxz         http.Handler            // GET /sandboxz; nil without a key
 }
 
 // warnOnly passes records of level warn and above.
@@ -174,7 +190,7 @@ func New(o Options) (*Gateway, error) {
 		limiter.newBudget, limiter.shared = o.Budgets, true
 	}
 	g := &Gateway{
-		getenv: o.Getenv, log: o.Logger, version: o.Version,
+		getenv: o.Getenv, log: o.Logger, version: o.Version, verify: newVerifier(),
 		store: o.Store, sender: o.Sender, newProvider: o.NewProvider,
 		sendBudget:  o.Budgets("send", SendBudgetPerMinute, time.Minute),
 		askBudget:   o.Budgets("ask", m.AskBudgetPerMinute, time.Minute),
@@ -188,6 +204,8 @@ func New(o Options) (*Gateway, error) {
 		resync:      o.ReloadResync,
 		hardStop:    make(chan struct{}),
 		reviewers:   &reviewers{given: o.Reviewer},
+		wakes:       &wakes{given: o.Waker},
+		tracing:     o.TracerProvider,
 	}
 	// The SDK logs every stateless POST at info (connect, disconnect):
 	// keep only its warnings.
@@ -231,7 +249,8 @@ func (g *Gateway) newPolicy(cfg *config.Config, hash, fp string) (*policy, error
 		builtinRed: redact.Default().WithSecrets(secrets...),
 		egress:     webFetchGuard(m, g.log),
 	}
-	p.askCore = &ask.Core{Config: cfg, Redactor: p.builtinRed, Getenv: g.getenv, NewProvider: g.newProvider, Retries: ask.DefaultRetries, Now: g.now}
+	p.askCore = &ask.Core{Config: cfg, Redactor: p.builtinRed, Getenv: g.getenv, NewProvider: g.newProvider, Retries: ask.DefaultRetries, Now: g.now,
+		TracerProvider: g.tracing}
 
 	switch {
 	case !m.Enabled:
@@ -257,8 +276,14 @@ func (g *Gateway) newPolicy(cfg *config.Config, hash, fp string) (*policy, error
 			host, m.AllowSend, len(cfg.Channels.Telegram.ProactiveChatIDs)))
 	}
 	p.api = p.chatAPI()
+	p.sandboxz = p.ownerOnly(http.HandlerFunc(p.apiSandboxes))
 	return p, nil
 }
+
+// Redactor is the redaction in force: the built-in rules, the config's
+// redact_patterns and every secret value it names. The trace exporter
+// asks it for each batch, so a reload's new secrets are covered.
+func (g *Gateway) Redactor() *redact.Redactor { return g.cur.Load().red }
 
 // Handler is the gateway's HTTP surface. Each request loads the policy
 // in force once; /mcp and the chat API exist when that policy mounts them.
@@ -273,6 +298,7 @@ func (g *Gateway) Handler() http.Handler {
 	meta := g.inFlight(func(p *policy) http.Handler { return p.resourceMetadata })
 	mux.Handle("/.well-known/oauth-protected-resource", meta)
 	mux.Handle("/.well-known/oauth-protected-resource/mcp", meta)
+	mux.Handle(sandboxzRoute, g.inFlight(func(p *policy) http.Handler { return p.sandboxz }))
 	for _, route := range chatAPIRoutes {
 		mux.Handle(route, g.inFlight(func(p *policy) http.Handler { return p.api[route] }))
 	}
@@ -299,6 +325,11 @@ func (g *Gateway) inFlight(pick func(*policy) http.Handler) http.Handler {
 		g.flight.Add(1)
 		g.flightMu.Unlock()
 		defer g.flight.Done()
+		if g.handingOver.Load() {
+			// The client's next call opens a new connection, which the
+			// load balancer sends to a replica that is staying.
+			w.Header().Set("Connection", "close")
+		}
 		h.ServeHTTP(w, r)
 	})
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/garraia/garra/internal/errkinds"
 	"github.com/garraia/garra/internal/llm"
 	"github.com/garraia/garra/internal/strictargs"
+	"github.com/garraia/garra/internal/telemetry"
 )
 
 // toolDescriptors are the seven tools as tools/list shows them.
@@ -88,6 +89,10 @@ func (g *policy) newMCPServer(c Caller) *mcp.Server {
 			return res, err
 		}
 	})
+	if g.tracing != nil {
+		// Last, so outermost: the span covers the filters above too.
+		s.AddReceivingMiddleware(telemetry.ServerMiddleware(g.tracing, telemetry.TransportTCP))
+	}
 	return s
 }
 
@@ -118,6 +123,7 @@ func (g *policy) dispatch(ctx context.Context, c Caller, tool string, args json.
 		}
 	}
 	d := g.now().Sub(start)
+	telemetry.RecordErrorKind(ctx, info.kind)
 	g.metrics.observe(tool, info.outcome, info.kind, d)
 	rec := audit.Record{Surface: audit.SurfaceHTTP, Caller: c.Name, Tool: tool, Target: auditTarget(tool, args),
 		Outcome: info.outcome, Kind: info.kind, DryRun: info.dryRun,

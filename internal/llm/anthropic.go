@@ -50,7 +50,8 @@ func (a *anthropicProvider) Complete(ctx context.Context, req Request) (*Respons
 	if err != nil {
 		return nil, a.fail(ctx, err, res)
 	}
-	resp := &Response{}
+	resp := &Response{Usage: Usage{InputTokens: msg.Usage.InputTokens, OutputTokens: msg.Usage.OutputTokens},
+		ResponseModel: msg.Model}
 	var text strings.Builder
 	for _, b := range msg.Content {
 		switch b.Type {

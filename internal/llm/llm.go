@@ -88,6 +88,15 @@ type Request struct {
 type Response struct {
 	Text      string
 	ToolCalls []ToolCall
+	// Usage is the provider's token count (zero when it sent none);
+	// ResponseModel the model it says answered.
+	Usage         Usage
+	ResponseModel string
+}
+
+// Usage is what one model turn cost, in tokens.
+type Usage struct {
+	InputTokens, OutputTokens int64
 }
 
 // Provider sends one Request to a model.

@@ -61,7 +61,8 @@ func (c *openAICompat) Complete(ctx context.Context, req Request) (*Response, er
 		return nil, badResponse(c.kind, res, "response has no choices")
 	}
 	msg := out.Choices[0].Message
-	resp := &Response{Text: msg.Content}
+	resp := &Response{Text: msg.Content, ResponseModel: out.Model,
+		Usage: Usage{InputTokens: out.Usage.PromptTokens, OutputTokens: out.Usage.CompletionTokens}}
 	if resp.Text == "" && msg.Refusal != "" {
 		resp.Text = msg.Refusal
 	}

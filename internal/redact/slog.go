@@ -69,11 +69,7 @@ func (x *handler) attr(a slog.Attr) slog.Attr {
 	}
 	switch v.Kind() {
 	case slog.KindString:
-		if keyed {
-			a.Value = slog.StringValue(redactValue(v.String(), kind))
-			break
-		}
-		a.Value = slog.StringValue(x.r.String(v.String()))
+		a.Value = slog.StringValue(x.r.Attr(a.Key, v.String()))
 	case slog.KindGroup:
 		group := v.Group()
 		red := make([]slog.Attr, len(group))
@@ -122,6 +118,18 @@ func safeString(f func() string) (s string) {
 		}
 	}()
 	return f()
+}
+
+// Attr is the redaction of one string-valued attribute, as NewHandler
+// applies it to a log record and the trace exporter to a span: a value
+// whose key names a credential is redacted whole, any other by r's rules.
+func (r *Redactor) Attr(key, value string) string {
+	if key != "" {
+		if kind, keyed := credentialKey(key); keyed {
+			return redactValue(value, kind)
+		}
+	}
+	return r.String(value)
 }
 
 // redactValue redacts the whole of v, the value of an attribute whose key

@@ -112,11 +112,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/filewatch"
 	"github.com/garraia/garra/internal/jail"
 	"github.com/garraia/garra/internal/mcpcancel"
+	"github.com/garraia/garra/internal/telemetry"
 	"github.com/garraia/garra/internal/tools"
 )
 
@@ -186,6 +188,10 @@ type Options struct {
 	MaxOutputBytes int
 	// ShutdownTimeout overrides DefaultShutdownTimeout for Run.
 	ShutdownTimeout time.Duration
+	// TracerProvider makes each MCP request a SERVER span, a child of
+	// the gateway's span when its traceparent header came along; nil =
+	// untraced.
+	TracerProvider trace.TracerProvider
 }
 
 // Server is the sandbox: build it with New, serve Handler (or call Run),
@@ -288,6 +294,9 @@ func New(o Options) (*Server, error) {
 			Description: t.Description,
 			InputSchema: t.InputSchema, // json.RawMessage: sent unchanged
 		}, s.toolHandler(t.Name))
+	}
+	if o.TracerProvider != nil {
+		s.mcp.AddReceivingMiddleware(telemetry.ServerMiddleware(o.TracerProvider, telemetry.TransportTCP))
 	}
 	s.handler = s.buildHandler()
 	return s, nil

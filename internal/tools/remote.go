@@ -15,6 +15,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/garraia/garra/internal/telemetry"
 )
 
 // RemoteOptions configures a Remote executor.
@@ -30,6 +35,10 @@ type RemoteOptions struct {
 	// minutes), a 10 s dial timeout and no proxy. Its Transport is wrapped
 	// to add the bearer; redirects are never followed.
 	HTTPClient *http.Client
+	// TracerProvider makes each call a CLIENT span whose W3C trace
+	// context travels to the sandbox in the traceparent header; nil =
+	// untraced, and no header is added.
+	TracerProvider trace.TracerProvider
 }
 
 // ErrRemoteUnauthorized is wrapped by Remote's errors when the sandbox
@@ -70,6 +79,8 @@ type Remote struct {
 	token    string
 	client   *mcp.Client
 	http     *http.Client
+	tracer   trace.Tracer // nil = untraced
+	server   []attribute.KeyValue
 }
 
 var _ Executor = (*Remote)(nil)
@@ -109,8 +120,14 @@ func NewRemote(o RemoteOptions) *Remote {
 	if u, err := url.Parse(o.URL); err == nil {
 		target = u
 	}
+	if o.TracerProvider != nil {
+		r.tracer = o.TracerProvider.Tracer(telemetry.ScopeName)
+		if target != nil {
+			r.server = []attribute.KeyValue{semconv.ServerAddress(target.Hostname())}
+		}
+	}
 	hc := *base
-	hc.Transport = &bearerTransport{inner: inner, token: o.Token, target: target}
+	hc.Transport = &bearerTransport{inner: inner, token: o.Token, target: target, traced: r.tracer != nil}
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error {
 		return errors.New("the sandbox answered with a redirect; redirects are not followed")
 	}
@@ -119,7 +136,12 @@ func NewRemote(o RemoteOptions) *Remote {
 }
 
 // Tools lists the sandbox's tools in the order it gives them.
-func (r *Remote) Tools(ctx context.Context) ([]Tool, error) {
+func (r *Remote) Tools(ctx context.Context) (_ []Tool, err error) {
+	if r.tracer != nil {
+		var span trace.Span
+		ctx, span = telemetry.StartClient(ctx, r.tracer, "tools/list", "", r.server...)
+		defer func() { telemetry.EndClient(span, remoteErrorType(err), false) }()
+	}
 	cs, err := r.connect(ctx)
 	if err != nil {
 		return nil, r.wrap("list tools", err)
@@ -145,7 +167,16 @@ func (r *Remote) Tools(ctx context.Context) ([]Tool, error) {
 }
 
 // Call runs one tool in the sandbox.
-func (r *Remote) Call(ctx context.Context, name string, args json.RawMessage) (Result, error) {
+func (r *Remote) Call(ctx context.Context, name string, args json.RawMessage) (res Result, err error) {
+	if r.tracer != nil {
+		var span trace.Span
+		ctx, span = telemetry.StartClient(ctx, r.tracer, "tools/call", name, r.server...)
+		defer func() { telemetry.EndClient(span, remoteErrorType(err), res.IsError) }()
+	}
+	return r.call(ctx, name, args)
+}
+
+func (r *Remote) call(ctx context.Context, name string, args json.RawMessage) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
@@ -242,6 +273,24 @@ func closeSession(cs *mcp.ClientSession, clean bool) {
 	go func() { _ = cs.Close() }()
 }
 
+// remoteErrorType is the error.type of a failed sandbox call: a word,
+// never the message.
+func remoteErrorType(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, ErrUnknownTool):
+		return "unknown_tool"
+	case errors.Is(err, ErrRemoteUnauthorized):
+		return "unauthorized"
+	}
+	return "sandbox_error"
+}
+
 // wrap prefixes err and scrubs the token from its message.
 func (r *Remote) wrap(op string, err error) error {
 	if err == nil {
@@ -275,12 +324,16 @@ type bearerTransport struct {
 	inner  http.RoundTripper
 	token  string
 	target *url.URL
+	traced bool // send the W3C trace context too
 }
 
 func (t *bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.target != nil && strings.EqualFold(req.URL.Scheme, t.target.Scheme) && strings.EqualFold(req.URL.Host, t.target.Host) {
 		req = req.Clone(req.Context())
 		req.Header.Set("Authorization", "Bearer "+t.token)
+		if t.traced {
+			telemetry.Inject(req.Context(), req.Header)
+		}
 	}
 	resp, err := t.inner.RoundTrip(req)
 	if err != nil {
