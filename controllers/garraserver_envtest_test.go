@@ -768,7 +768,7 @@ var _ = Describe("GarraServer", func() {
 
 		By("one sandbox verified, one refusing the gateway's token: Verified False naming it, Ready unchanged")
 		gateways.setReport(ns, sandboxz.Report{Sandboxes: map[string]sandboxz.Verdict{
-			"badgood": {Verified: true, Message: "ok", Tools: 6},
+			"badgood": {Verified: true, Message: "ok", Tools: 6, Toolchain: []string{"bash", "git"}},
 			"n8n":     {Reason: sandboxz.TokenRefused, Message: "the sandbox refused the gateway's token"},
 		}})
 		markAvailable(ns, "team-a-gateway", 1)
@@ -779,7 +779,7 @@ var _ = Describe("GarraServer", func() {
 		for _, o := range server(ns).Status.Orchestrators {
 			rows[o.Name] = o
 		}
-		Expect(rows["badgood"]).To(And(HaveField("Verified", true), HaveField("VerifiedReason", "")))
+		Expect(rows["badgood"]).To(And(HaveField("Verified", true), HaveField("VerifiedReason", ""), HaveField("Toolchain", []string{"bash", "git"})))
 		Expect(rows["n8n"]).To(And(HaveField("Verified", false), HaveField("VerifiedReason", "TokenRefused"),
 			HaveField("VerifiedMessage", ContainSubstring("refused"))))
 		owner := get(ns, "team-a-gateway", &corev1.Secret{}).Data[KeyAPIKey]
@@ -1162,6 +1162,18 @@ var _ = Describe("GarraServer", func() {
 			"spec.llm.provider", "Unsupported value"),
 		Entry("a base URL that is not http(s)", func(gs *garrav1alpha1.GarraServer) { gs.Spec.LLM.BaseURL = "file:///etc/passwd" },
 			"spec.llm.baseURL", "http or https"),
+		Entry("an OTLP endpoint that is not an http(s) URL", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Telemetry = &garrav1alpha1.TelemetrySpec{OTLPEndpoint: "otel-collector:4318"}
+		}, "spec.telemetry.otlpEndpoint", "otlpEndpoint must be an http or https URL"),
+		Entry("a telemetry section without an endpoint", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Telemetry = &garrav1alpha1.TelemetrySpec{Sampler: "always_on"}
+		}, "spec.telemetry.otlpEndpoint", "at least 1"),
+		Entry("an unknown sampler", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Telemetry = &garrav1alpha1.TelemetrySpec{OTLPEndpoint: "http://c:4318", Sampler: "sometimes"}
+		}, "spec.telemetry.sampler", "Unsupported value"),
+		Entry("a sampler ratio above 1", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Telemetry = &garrav1alpha1.TelemetrySpec{OTLPEndpoint: "http://c:4318", Sampler: "traceidratio", SamplerRatio: "1.5"}
+		}, "spec.telemetry.samplerRatio", "should match"),
 		Entry("egress other than none|internet", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Orchestrators[0].Sandbox.Egress = "all" },
 			"spec.orchestrators[0].sandbox.egress", "Unsupported value"),
 		Entry("a runtimeClassName that is not a DNS-1123 subdomain", func(gs *garrav1alpha1.GarraServer) {

@@ -33,6 +33,7 @@ func gatewayDeployment(gs *garrav1alpha1.GarraServer, image, hash string) *appsv
 	for _, er := range gatewayEnvRefs(gs) {
 		env = append(env, secretEnv(er.Env, er.Ref.Secret, er.Ref.Key))
 	}
+	env = append(env, telemetryEnv(gs, ServiceGateway)...)
 
 	container := corev1ac.Container().
 		WithName(ComponentGateway).

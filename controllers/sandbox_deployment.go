@@ -98,7 +98,8 @@ func sandboxDeployment(gs *garrav1alpha1.GarraServer, o garrav1alpha1.Orchestrat
 		WithImage(img.Sandbox).
 		WithCommand(SandboxCommand(gs, o, bin)...).
 		WithPorts(corev1ac.ContainerPort().WithName(PortName).WithContainerPort(SandboxPort).WithProtocol(corev1.ProtocolTCP)).
-		WithEnv(corev1ac.EnvVar().WithName(EnvHome).WithValue(home)).
+		WithEnv(append([]*corev1ac.EnvVarApplyConfiguration{corev1ac.EnvVar().WithName(EnvHome).WithValue(home)},
+			telemetryEnv(gs, ServiceSandbox)...)...).
 		WithVolumeMounts(
 			corev1ac.VolumeMount().WithName("workspace").WithMountPath(WorkspaceDir),
 			corev1ac.VolumeMount().WithName("tmp").WithMountPath(TmpDir),

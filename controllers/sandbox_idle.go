@@ -27,7 +27,7 @@ import (
 // gateway last started a call in it (RFC 3339). The gateway writes it.
 const AnnotationLastCall = "garra.garraia.io/last-call"
 
-// EventSandboxSuspended: an idle sandbox was scaled to zero.
+// EventSandboxSuspended is the event of an idle sandbox scaled to zero.
 const EventSandboxSuspended = "SandboxSuspended"
 
 // idleTimeout is o's sandbox.idleTimeout; 0 means always running.

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"k8s.io/apimachinery/pkg/api/equality"
 	"strings"
 	"testing"
 	"time"
@@ -83,7 +84,7 @@ func TestComputeStatus(t *testing.T) {
 			{Name: "badgood", TokenSecret: "team-a-orch-badgood", WorkspaceClaim: "team-a-ws-badgood", SandboxEndpoint: "http://team-a-sandbox-badgood.agents.svc:8080/mcp"},
 			{Name: "n8n-prod", TokenSecret: "n8n-token", WorkspaceClaim: "team-a-ws-n8n-prod", SandboxEndpoint: "http://team-a-sandbox-n8n-prod.agents.svc:8080/mcp"},
 		}
-		if len(st.Orchestrators) != 2 || st.Orchestrators[0] != want[0] || st.Orchestrators[1] != want[1] {
+		if !equality.Semantic.DeepEqual(st.Orchestrators, want) {
 			t.Errorf("rows = %+v", st.Orchestrators)
 		}
 	})
@@ -123,6 +124,15 @@ func TestInvalidSpec(t *testing.T) {
 		{"name with a dot", func(gs *garrav1alpha1.GarraServer) { gs.Name = "team.a" }, "g", "s", "metadata.name"},
 		{"zero workspace", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Orchestrators[1].Workspace.Size = resource.MustParse("0") }, "g", "s",
 			"spec.orchestrators[n8n-prod].workspace.size must be positive"},
+		{"telemetry endpoint without a scheme", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Telemetry = &garrav1alpha1.TelemetrySpec{OTLPEndpoint: "user:hunter2@collector:4318"}
+		}, "g", "s", "spec.telemetry.otlpEndpoint must be an http or https URL"},
+		{"telemetry ratio out of range", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Telemetry = &garrav1alpha1.TelemetrySpec{OTLPEndpoint: "http://c:4318", Sampler: "traceidratio", SamplerRatio: "7"}
+		}, "g", "s", "spec.telemetry.sampler/samplerRatio"},
+		{"telemetry valid", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Telemetry = &garrav1alpha1.TelemetrySpec{OTLPEndpoint: "https://otel.example:4318", Sampler: "parentbased_traceidratio", SamplerRatio: "0.5"}
+		}, "g", "s", ""},
 		{"negative gateway storage", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Gateway.Storage.Size = resource.MustParse("-1Gi") }, "g", "s",
 			"spec.gateway.storage.size must be positive"},
 	}
@@ -172,5 +182,32 @@ func TestComputeStatusConfigAndRotation(t *testing.T) {
 	}
 	if c := meta.FindStatusCondition(again.Conditions, garrav1alpha1.ConditionConfigApplied); c == nil || c.Reason != "Pending" {
 		t.Errorf("ConfigApplied after a pass that rendered nothing = %+v, want it kept", c)
+	}
+}
+
+// TestTokenReviewAccessCondition: a namespace-scoped operator's message
+// becomes TokenReviewAccess Unknown, ClusterBindingExternal; without one
+// the condition is removed.
+func TestTokenReviewAccessCondition(t *testing.T) {
+	gs := testServer()
+	gs.Spec.Orchestrators[1].Auth = &garrav1alpha1.OrchestratorAuth{ServiceAccount: &garrav1alpha1.ServiceAccountAuth{Name: "robot"}}
+	msg := externalBindingMessage(gs, []string{"agents", "ops"})
+	for _, want := range []string{"spec.orchestrators[1].auth.serviceAccount (" + gs.Spec.Orchestrators[1].Name + ")",
+		"namespaces agents,ops", "ServiceAccount agents/team-a-gateway", TokenReviewClusterRole} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message %q lacks %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "orchestrators[0]") {
+		t.Errorf("message names the token orchestrator: %q", msg)
+	}
+	gs.Status = computeStatus(gs, observed{tokenReview: msg})
+	c := meta.FindStatusCondition(gs.Status.Conditions, garrav1alpha1.ConditionTokenReviewAccess)
+	if c == nil || c.Status != metav1.ConditionUnknown || c.Reason != garrav1alpha1.ReasonClusterBindingExternal || c.Message != msg {
+		t.Fatalf("condition = %+v", c)
+	}
+	gs.Status = computeStatus(gs, observed{})
+	if c := meta.FindStatusCondition(gs.Status.Conditions, garrav1alpha1.ConditionTokenReviewAccess); c != nil {
+		t.Errorf("condition kept without a message: %+v", c)
 	}
 }

@@ -42,6 +42,7 @@ func invalidSpec(gs *garrav1alpha1.GarraServer, defGarra, defSandbox string) str
 		func() string {
 			return dnsLabelProblem("metadata.name", gatewayName(gs))
 		},
+		func() string { return telemetryProblem(gs) },
 		func() string {
 			if gs.Spec.Gateway.Storage.Size.Sign() <= 0 {
 				return "spec.gateway.storage.size must be positive"

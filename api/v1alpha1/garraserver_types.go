@@ -76,6 +76,36 @@ type GarraServerSpec struct {
 	// +kubebuilder:validation:MaxItems=32
 	// +optional
 	Orchestrators []OrchestratorSpec `json:"orchestrators,omitempty"`
+
+	// Telemetry points the gateway and the sandboxes at an OpenTelemetry
+	// collector for traces. Absent means no tracing at all.
+	// +optional
+	Telemetry *TelemetrySpec `json:"telemetry,omitempty"`
+}
+
+// TelemetrySpec is rendered as the standard OTEL_* variables of the gateway
+// and sandbox containers. Sandboxes reach the collector only where a
+// NetworkPolicy allows it: their own denies all egress by default, and
+// NetworkPolicies add up, so one more selecting them can open the way.
+type TelemetrySpec struct {
+	// OTLPEndpoint is the collector's OTLP/HTTP base URL (protobuf;
+	// usually port 4318): spans are POSTed to <otlpEndpoint>/v1/traces.
+	// Rendered as OTEL_EXPORTER_OTLP_ENDPOINT.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''",message="otlpEndpoint must be an http or https URL"
+	OTLPEndpoint string `json:"otlpEndpoint"`
+
+	// Sampler is OTEL_TRACES_SAMPLER. Empty means parentbased_always_on.
+	// +kubebuilder:validation:Enum=always_on;always_off;traceidratio;parentbased_always_on;parentbased_always_off;parentbased_traceidratio
+	// +optional
+	Sampler string `json:"sampler,omitempty"`
+
+	// SamplerRatio is OTEL_TRACES_SAMPLER_ARG, the fraction of traces the
+	// ratio samplers keep, from 0 to 1 ("0.25"). Empty means 1.
+	// +kubebuilder:validation:Pattern=`^(0(\.[0-9]+)?|1(\.0+)?)$`
+	// +optional
+	SamplerRatio string `json:"samplerRatio,omitempty"`
 }
 
 // Provider is an LLM provider kind.
@@ -660,6 +690,12 @@ type OrchestratorStatus struct {
 	// VerifiedMessage is the gateway's sentence about the last handshake.
 	// +optional
 	VerifiedMessage string `json:"verifiedMessage,omitempty"`
+	// Toolchain names the programs the sandbox found on its PATH (the
+	// well-known build tools and sandbox.requiredTools); a required one
+	// missing makes the orchestrator not verified (MissingTools).
+	// +listType=atomic
+	// +optional
+	Toolchain []string `json:"toolchain,omitempty"`
 	// Suspended is true while an idle sandbox is scaled to zero; its next
 	// call wakes it.
 	// +optional

@@ -5,12 +5,15 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/audit"
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/mcpstdio"
+	"github.com/garraia/garra/internal/redact"
+	"github.com/garraia/garra/internal/telemetry"
 )
 
 func newMCPServerCommand(o *rootOptions) *cobra.Command {
@@ -51,11 +54,21 @@ Operator limits, read once at start:
 			if err != nil {
 				return fmt.Errorf("mcp-server: %w", err)
 			}
-			core := &ask.Core{Config: cfg, Redactor: red, Getenv: o.getenv, Retries: ask.DefaultRetries}
+			// Unset OTEL_* variables cost a few lookups here and nothing after.
+			tp, flushTraces, err := startTracing(cmd.Context(), o, log, "garra-mcp-server", func() *redact.Redactor { return red })
+			if err != nil {
+				return err
+			}
+			defer flushTraces()
+			core := &ask.Core{Config: cfg, Redactor: red, Getenv: o.getenv, Retries: ask.DefaultRetries, TracerProvider: tp}
 			auditLog := newAuditLog(cfg, log)
 			defer closeLogged(log, "audit log", auditLog)
 			opts := mcpstdio.Options{Version: version, Asker: core, Policy: policy, Logger: log, Audit: auditLog,
 				Defaults: mcpstdio.Defaults{Provider: cfg.LLM.Provider, Model: cfg.LLM.Model}}
+			if tp != nil {
+				opts.Middleware = []mcp.Middleware{telemetry.ServerMiddleware(tp, telemetry.TransportPipe)}
+				opts.RecordKind = telemetry.RecordErrorKind
+			}
 			if policy.EnableTools {
 				la := newLocalAgent(cfg, core, red, o.getenv, log)
 				opts.Agent, opts.FileRoots = la, len(la.Jail.Roots())

@@ -62,7 +62,7 @@ func benchCallBody(tool string) string {
 
 // benchGatewayHandler builds the gateway as `garra gateway` does, minus the
 // listener: owner key, bridge on, audit file in a temp dir.
-func benchGatewayHandler(b *testing.B, logs bool) http.Handler {
+func benchGatewayHandler(b *testing.B, logs bool, opts ...func(*gateway.Options)) http.Handler {
 	b.Helper()
 	cfg := config.Default()
 	cfg.DataDir = b.TempDir()
@@ -76,9 +76,13 @@ func benchGatewayHandler(b *testing.B, logs bool) http.Handler {
 	}
 	al := audit.New(audit.Options{Path: filepath.Join(cfg.DataDir, "audit.jsonl"), Logger: log})
 	b.Cleanup(func() { _ = al.Close() })
-	g, err := gateway.New(gateway.Options{
+	o := gateway.Options{
 		Config: cfg, Getenv: func(string) string { return "" }, Logger: log, Version: "bench", Audit: al,
-	})
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	g, err := gateway.New(o)
 	if err != nil {
 		b.Fatal(err)
 	}

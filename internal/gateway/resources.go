@@ -13,6 +13,7 @@ import (
 
 	"github.com/garraia/garra/internal/audit"
 	"github.com/garraia/garra/internal/chat"
+	"github.com/garraia/garra/internal/errkinds"
 	"github.com/garraia/garra/internal/toolchain"
 )
 
@@ -90,13 +91,14 @@ func (g *policy) addResources(s *mcp.Server, c Caller) {
 
 // readNote carries what a read handler decided to the audit middleware.
 type readNote struct {
-	resource, target, outcome, kind string
-	set                             bool
+	resource, target, outcome string
+	kind                      errkinds.Kind
+	set                       bool
 }
 
 type readNoteKey struct{}
 
-func note(ctx context.Context, resource, target, outcome, kind string) {
+func note(ctx context.Context, resource, target, outcome string, kind errkinds.Kind) {
 	if n, ok := ctx.Value(readNoteKey{}).(*readNote); ok {
 		*n = readNote{resource: resource, target: target, outcome: outcome, kind: kind, set: true}
 	}
@@ -117,11 +119,11 @@ func envelopeText(tool string, data any) (string, error) {
 	return string(b), err
 }
 
-var errStoreUnavailable = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the conversation store is unavailable"}
+var errStoreUnavailable = &jsonrpc.Error{Code: int64(errkinds.RPCStoreUnavailable.Code), Message: errkinds.RPCStoreUnavailable.Message}
 
 // refusedRead notes a read the policy hides and answers "not found".
 func refusedRead(ctx context.Context, resource, target, uri string) error {
-	note(ctx, resource, target, audit.OutcomeRefused, KindToolNotAllowed)
+	note(ctx, resource, target, audit.OutcomeRefused, errkinds.ToolNotAllowed)
 	return notFound(uri)
 }
 
@@ -232,7 +234,7 @@ func (g *policy) readChats(c Caller) mcp.ResourceHandler {
 		}
 		convs, err := g.scopedChats(ctx, c, "")
 		if err != nil {
-			note(ctx, ResourceChats, "", audit.OutcomeError, KindUnavailable)
+			note(ctx, ResourceChats, "", audit.OutcomeError, errkinds.Unavailable)
 			return nil, errStoreUnavailable
 		}
 		rows := make([]chatRow, 0, len(convs))
@@ -259,20 +261,20 @@ func (g *policy) readChat(c Caller) mcp.ResourceHandler {
 		case !ResourceVisible(c, g.switches, ResourceChat):
 			return nil, refusedRead(ctx, ResourceChat, id, uri)
 		case id == "":
-			note(ctx, ResourceChat, "", audit.OutcomeNotFound, KindNotFound)
+			note(ctx, ResourceChat, "", audit.OutcomeNotFound, errkinds.NotFound)
 			return nil, notFound(uri)
 		case !ChatInScope(c, id):
 			// Audited as the refusal it is; answered exactly like missing.
-			note(ctx, ResourceChat, id, audit.OutcomeRefused, KindNotFound)
+			note(ctx, ResourceChat, id, audit.OutcomeRefused, errkinds.NotFound)
 			return nil, notFound(uri)
 		}
 		msgs, kind := g.scopedHistory(ctx, c, id, g.cfg.Gateway.MCPHTTP.MaxHistoryMessages)
 		switch kind {
-		case KindNotFound:
-			note(ctx, ResourceChat, id, audit.OutcomeNotFound, KindNotFound)
+		case errkinds.NotFound:
+			note(ctx, ResourceChat, id, audit.OutcomeNotFound, errkinds.NotFound)
 			return nil, notFound(uri)
-		case KindUnavailable:
-			note(ctx, ResourceChat, id, audit.OutcomeError, KindUnavailable)
+		case errkinds.Unavailable:
+			note(ctx, ResourceChat, id, audit.OutcomeError, errkinds.Unavailable)
 			return nil, errStoreUnavailable
 		}
 		text, err := envelopeText(ToolReadHistory, map[string]any{"messages": msgs, "redacted": true})
@@ -326,7 +328,7 @@ func (g *policy) auditedRead(ctx context.Context, c Caller, next mcp.MethodHandl
 	if !n.set {
 		// No resource or template matched: the URI is caller text, so it
 		// goes to the audit only as a pseudonym.
-		*n = readNote{resource: "unknown", target: uri, outcome: audit.OutcomeNotFound, kind: KindNotFound}
+		*n = readNote{resource: "unknown", target: uri, outcome: audit.OutcomeNotFound, kind: errkinds.NotFound}
 	}
 	g.log.Info("mcp resource read", "caller", c.Name, "resource", n.resource, "outcome", n.outcome, "error_kind", n.kind,
 		"latency_ms", d.Milliseconds())
@@ -343,7 +345,7 @@ func (g *policy) auditedUnknownTool(ctx context.Context, c Caller, next mcp.Meth
 	res, err := next(ctx, method, req)
 	if !slices.Contains(AllTools, name) {
 		g.audit.Record(audit.Record{Surface: audit.SurfaceHTTP, Caller: c.Name, Tool: "unknown", Target: name,
-			Outcome: audit.OutcomeNotFound, Kind: KindNotFound, Auth: c.Auth, Identity: c.Identity, IdentityPersonal: c.IdentityPersonal})
+			Outcome: audit.OutcomeNotFound, Kind: errkinds.NotFound, Auth: c.Auth, Identity: c.Identity, IdentityPersonal: c.IdentityPersonal})
 	}
 	return res, err
 }
@@ -360,7 +362,7 @@ func (g *policy) readToolchain(c Caller) mcp.ResourceHandler {
 		rep, err := g.readSandboxToolchain(ctx, c, toolchainReadTimeout)
 		if err != nil {
 			g.log.Warn("sandbox toolchain not read", "caller", c.Name, "error", err)
-			note(ctx, ResourceToolchain, "", audit.OutcomeError, KindUnavailable)
+			note(ctx, ResourceToolchain, "", audit.OutcomeError, errkinds.Unavailable)
 			return nil, errSandboxUnavailable
 		}
 		b, err := json.Marshal(rep)

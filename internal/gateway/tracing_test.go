@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/garraia/garra/internal/errkinds"
 	"github.com/garraia/garra/internal/gateway"
 	"github.com/garraia/garra/internal/sandbox"
 	"github.com/garraia/garra/internal/telemetry"
@@ -231,10 +232,10 @@ func TestTraceErrorTypeIsTheGarraKind(t *testing.T) {
 	h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "k"},
 		func(o *gateway.Options) { o.TracerProvider = tp })
 	cs := client(t, h.url, "alpha-token-1234567")
-	if res, _ := call(t, cs, "garra_agent", map[string]any{"message": "x", "model": "openrouter/auto"}); kindOf(res) != gateway.KindModelNotAllowed {
+	if res, _ := call(t, cs, "garra_agent", map[string]any{"message": "x", "model": "openrouter/auto"}); kindOf(res) != string(errkinds.ModelNotAllowed) {
 		t.Fatalf("model: %v", res)
 	}
-	if res, _ := call(t, cs, "garra_ask", map[string]any{"message": "x"}); kindOf(res) != gateway.KindAskDisabled {
+	if res, _ := call(t, cs, "garra_ask", map[string]any{"message": "x"}); kindOf(res) != string(errkinds.AskDisabled) {
 		t.Fatalf("hidden tool: %v", res)
 	}
 	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "garra_agent", Arguments: map[string]any{"message": "x", "timeout_secs": 61}}); err == nil {
@@ -259,4 +260,24 @@ func TestTraceErrorTypeIsTheGarraKind(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("spans:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// BenchmarkTracingOverhead: what tracing adds to a POST /mcp tools/call,
+// every request sampled and exported (batched) to a loopback OTLP
+// receiver that decodes it, against the same gateway with the variables
+// unset. Paired legs, as in BenchmarkMCPHTTPOverhead: read mean-extra-us
+// and the ratios.
+func BenchmarkTracingOverhead(b *testing.B) {
+	otlp := otlpdouble.New(b)
+	env := map[string]string{telemetry.EnvEndpoint: otlp.URL, telemetry.EnvSampler: "always_on"}
+	tp, shutdown, err := telemetry.Setup(context.Background(), telemetry.Options{Getenv: func(k string) string { return env[k] }, ServiceName: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = shutdown(context.Background()) }()
+	body := benchCallBody(gateway.ToolStatus)
+	benchPosts(b, []benchLeg{
+		{"traced", benchGatewayHandler(b, true, func(o *gateway.Options) { o.TracerProvider = tp }), body},
+		{"untraced", benchGatewayHandler(b, true), body},
+	})
 }

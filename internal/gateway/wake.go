@@ -89,7 +89,7 @@ func (ws *wakes) get() (Waker, error) {
 	}
 	c, err := appsv1.NewForConfig(rc)
 	if err != nil {
-		return nil, fmt.Errorf("Deployments client: %w", err)
+		return nil, fmt.Errorf("deployments client: %w", err)
 	}
 	ws.waker = kubeWaker{c}
 	return ws.waker, nil

@@ -27,8 +27,8 @@ type sleepySandbox struct {
 
 func startSleepySandbox(t *testing.T) *sleepySandbox {
 	t.Helper()
-	real, _, _ := startSandbox(t)
-	u, _ := url.Parse(real)
+	backend, _, _ := startSandbox(t)
+	u, _ := url.Parse(backend)
 	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host})
 	s := &sleepySandbox{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

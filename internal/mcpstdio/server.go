@@ -15,6 +15,7 @@ import (
 
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/audit"
+	"github.com/garraia/garra/internal/errkinds"
 )
 
 // ServerName is the MCP implementation name reported at initialize.
@@ -47,6 +48,11 @@ type Options struct {
 	// FileRoots is how many roots garra_agent's file tools resolved, for
 	// garra://policy (the paths themselves are not shown).
 	FileRoots int
+	// Middleware is installed outermost, after the dispatcher's own (the
+	// tracing of a traced process); RecordKind is told each failed call's
+	// error kind (the span's error.type). Both optional.
+	Middleware []mcp.Middleware
+	RecordKind func(ctx context.Context, kind string)
 }
 
 // New builds the MCP server: garra_ask always, garra_agent only on opt-in,
@@ -71,6 +77,9 @@ func New(o Options) *mcp.Server {
 	d.addResources(s)
 	d.addPrompts(s)
 	s.AddReceivingMiddleware(d.auditMiddleware)
+	for _, m := range o.Middleware {
+		s.AddReceivingMiddleware(m)
+	}
 	return s
 }
 
@@ -83,7 +92,10 @@ func (d *dispatcher) agentEnabled() bool { return d.o.Policy.EnableTools && d.o.
 
 // audit writes the audit lines for one call, to stderr and to the audit
 // file: never the prompt or the answer.
-func (d *dispatcher) audit(r *mcp.CallToolRequest, tool, outcome, kind, provider, model string, start time.Time) {
+func (d *dispatcher) audit(ctx context.Context, r *mcp.CallToolRequest, tool, outcome string, kind errkinds.Kind, provider, model string, start time.Time) {
+	if d.o.RecordKind != nil && kind != "" {
+		d.o.RecordKind(ctx, string(kind))
+	}
 	lat := d.o.Now().Sub(start)
 	d.o.Logger.Info("mcp call",
 		"tool", tool, "outcome", outcome, "error_kind", kind,

@@ -14,6 +14,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/garraia/garra/internal/errkinds"
 )
 
 // Network transports, as network.transport says them.
@@ -84,9 +86,9 @@ func Inject(ctx context.Context, h http.Header) {
 // RecordErrorKind names the Garra error kind (docs/errors.md) of the
 // request being served, which becomes its span's error.type. Outside a
 // traced request it does nothing.
-func RecordErrorKind(ctx context.Context, kind string) {
+func RecordErrorKind(ctx context.Context, kind errkinds.Kind) {
 	if st, ok := ctx.Value(stateKey{}).(*callState); ok && kind != "" {
-		st.kind = kind
+		st.kind = string(kind)
 	}
 }
 
@@ -149,8 +151,8 @@ func describe(method string, req mcp.Request) (string, []attribute.KeyValue) {
 			attrs = append(attrs, semconv.McpResourceURI(r.Params.URI))
 		}
 	}
-	if s, ok := req.GetSession().(interface{ ID() string }); ok && s != nil {
-		if id := s.ID(); id != "" {
+	if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
+		if id := ss.ID(); id != "" {
 			attrs = append(attrs, semconv.McpSessionID(id))
 		}
 	}

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -25,20 +24,21 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/garraia/garra/internal/otelenv"
 	"github.com/garraia/garra/internal/redact"
 )
 
-// The standard variables this package reads. The exporter also honours the
-// other OTEL_EXPORTER_OTLP_* ones (headers, timeout, compression,
-// certificates) itself.
+// The standard variables this package reads (see otelenv). The exporter
+// also honours the other OTEL_EXPORTER_OTLP_* ones (headers, timeout,
+// compression, certificates) itself.
 const (
-	EnvEndpoint       = "OTEL_EXPORTER_OTLP_ENDPOINT"
-	EnvTracesEndpoint = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
-	EnvServiceName    = "OTEL_SERVICE_NAME"
-	EnvSampler        = "OTEL_TRACES_SAMPLER"
-	EnvSamplerArg     = "OTEL_TRACES_SAMPLER_ARG"
-	EnvSDKDisabled    = "OTEL_SDK_DISABLED"
-	EnvTracesExporter = "OTEL_TRACES_EXPORTER"
+	EnvEndpoint       = otelenv.Endpoint
+	EnvTracesEndpoint = otelenv.TracesEndpoint
+	EnvServiceName    = otelenv.ServiceName
+	EnvSampler        = otelenv.Sampler
+	EnvSamplerArg     = otelenv.SamplerArg
+	EnvSDKDisabled    = otelenv.SDKDisabled
+	EnvTracesExporter = otelenv.TracesExporter
 )
 
 // ScopeName is the instrumentation scope of every span Garra makes.
@@ -124,41 +124,26 @@ func checkURL(v string) error {
 // ParseSampler maps OTEL_TRACES_SAMPLER and its argument to a sampler.
 // Empty means the SDK's default, parentbased_always_on.
 func ParseSampler(name, arg string) (string, sdktrace.Sampler, error) {
-	name = strings.TrimSpace(name)
-	if name == "" {
-		name = "parentbased_always_on"
+	name, ratio, err := otelenv.CheckSampler(name, arg)
+	if err != nil {
+		return "", nil, err
 	}
-	ratio := func() (float64, error) {
-		if strings.TrimSpace(arg) == "" {
-			return 1, nil
-		}
-		f, err := strconv.ParseFloat(strings.TrimSpace(arg), 64)
-		if err != nil || f < 0 || f > 1 {
-			return 0, fmt.Errorf("%s: %q is not a ratio in [0, 1]", EnvSamplerArg, arg)
-		}
-		return f, nil
-	}
+	var s sdktrace.Sampler
 	switch name {
 	case "always_on":
-		return name, sdktrace.AlwaysSample(), nil
+		s = sdktrace.AlwaysSample()
 	case "always_off":
-		return name, sdktrace.NeverSample(), nil
+		s = sdktrace.NeverSample()
+	case "traceidratio":
+		s = sdktrace.TraceIDRatioBased(ratio)
 	case "parentbased_always_on":
-		return name, sdktrace.ParentBased(sdktrace.AlwaysSample()), nil
+		s = sdktrace.ParentBased(sdktrace.AlwaysSample())
 	case "parentbased_always_off":
-		return name, sdktrace.ParentBased(sdktrace.NeverSample()), nil
-	case "traceidratio", "parentbased_traceidratio":
-		f, err := ratio()
-		if err != nil {
-			return "", nil, err
-		}
-		s := sdktrace.TraceIDRatioBased(f)
-		if name == "parentbased_traceidratio" {
-			s = sdktrace.ParentBased(s)
-		}
-		return name, s, nil
+		s = sdktrace.ParentBased(sdktrace.NeverSample())
+	case "parentbased_traceidratio":
+		s = sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio))
 	}
-	return "", nil, fmt.Errorf("%s: %q is not supported (want always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off or parentbased_traceidratio)", EnvSampler, name)
+	return name, s, nil
 }
 
 // Options configures Setup.
