@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/audit"
 	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/errkinds"
 	"github.com/garraia/garra/internal/mcpstdio"
 	"github.com/garraia/garra/internal/redact"
 	"github.com/garraia/garra/internal/telemetry"
@@ -67,7 +69,7 @@ Operator limits, read once at start:
 				Defaults: mcpstdio.Defaults{Provider: cfg.LLM.Provider, Model: cfg.LLM.Model}}
 			if tp != nil {
 				opts.Middleware = []mcp.Middleware{telemetry.ServerMiddleware(tp, telemetry.TransportPipe)}
-				opts.RecordKind = telemetry.RecordErrorKind
+				opts.RecordKind = func(ctx context.Context, kind string) { telemetry.RecordErrorKind(ctx, errkinds.Kind(kind)) }
 			}
 			if policy.EnableTools {
 				la := newLocalAgent(cfg, core, red, o.getenv, log)

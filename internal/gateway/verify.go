@@ -160,7 +160,7 @@ func (g *Gateway) verifyOne(ctx context.Context, p *policy, c Caller) sandboxz.V
 	}
 	// The toolchain the sandbox reports, sanitised; a sandbox that cannot
 	// say (an older garra) stays verified with no toolchain listed.
-	rep, err := p.readSandboxToolchain(ctx, c)
+	rep, err := p.readSandboxToolchain(ctx, c, toolchainReadTimeout)
 	if err != nil {
 		return v
 	}

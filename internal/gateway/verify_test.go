@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/garraia/garra/internal/gateway"
+	"github.com/garraia/garra/internal/sandbox"
 	"github.com/garraia/garra/internal/sandboxz"
 )
 
@@ -39,7 +42,12 @@ func getSandboxz(t *testing.T, url, token string) (int, sandboxz.Report) {
 // the token, and one that is not there, are not, each with its reason.
 // A reload checks again at once, not at the next interval.
 func TestSandboxesVerifiedByARealHandshake(t *testing.T) {
-	sbxURL, _, _ := startSandbox(t)
+	// The sandbox's toolchain: a stand-in bash alone on its PATH.
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "bash"), []byte("#!/bin/sh\necho 'GNU bash, version 5.2.15'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sbxURL, _, _ := startSandbox(t, func(o *sandbox.Options) { o.ToolchainPATH = bin })
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
