@@ -182,8 +182,13 @@ func TestTraceOfAnAgentRun(t *testing.T) {
 	if server.Resource["service.name"] != "garra-sandbox" || gw.Resource["service.name"] != "garra-gateway" {
 		t.Fatalf("resources: %v / %v", server.Resource, gw.Resource)
 	}
-	// Every sandbox span hangs under one of the gateway's client spans.
-	clients := map[string]bool{client.SpanID(): true, listing.SpanID(): true}
+	// Every sandbox span hangs under one of the gateway's client spans
+	// (the toolchain read for the prompt is one too).
+	reading := one("garra-gateway resources/read")
+	if reading.GetKind().String() != "SPAN_KIND_CLIENT" || reading.ParentID() != gw.SpanID() {
+		t.Fatalf("resources/read client span: kind %v parent %s", reading.GetKind(), reading.ParentID())
+	}
+	clients := map[string]bool{client.SpanID(): true, listing.SpanID(): true, reading.SpanID(): true}
 	for _, s := range spans {
 		if s.Service == "garra-sandbox" && !clients[s.ParentID()] {
 			t.Errorf("sandbox span %q has parent %s, not a gateway client span", s.GetName(), s.ParentID())
