@@ -101,9 +101,16 @@ func wakeRoleBinding(gs *garrav1alpha1.GarraServer) *rbacv1ac.RoleBindingApplyCo
 func (r *GarraServerReconciler) applyWakeRole(ctx context.Context, gs *garrav1alpha1.GarraServer) error {
 	names := idleSandboxes(gs)
 	if len(names) == 0 {
+		// Deleted only when there: a pass that finds nothing to do writes
+		// nothing.
 		for _, o := range []client.Object{&rbacv1.RoleBinding{}, &rbacv1.Role{}} {
-			o.SetNamespace(gs.Namespace)
-			o.SetName(wakeRoleName(gs))
+			err := r.Get(ctx, client.ObjectKey{Namespace: gs.Namespace, Name: wakeRoleName(gs)}, o)
+			switch {
+			case apierrors.IsNotFound(err):
+				continue
+			case err != nil:
+				return fmt.Errorf("get %T %s: %w", o, wakeRoleName(gs), err)
+			}
 			if err := r.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("delete %T %s: %w", o, wakeRoleName(gs), err)
 			}

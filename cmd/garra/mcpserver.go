@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/audit"
 	"github.com/garraia/garra/internal/config"
-	"github.com/garraia/garra/internal/errkinds"
 	"github.com/garraia/garra/internal/mcpstdio"
 	"github.com/garraia/garra/internal/redact"
 	"github.com/garraia/garra/internal/telemetry"
@@ -69,7 +67,7 @@ Operator limits, read once at start:
 				Defaults: mcpstdio.Defaults{Provider: cfg.LLM.Provider, Model: cfg.LLM.Model}}
 			if tp != nil {
 				opts.Middleware = []mcp.Middleware{telemetry.ServerMiddleware(tp, telemetry.TransportPipe)}
-				opts.RecordKind = func(ctx context.Context, kind string) { telemetry.RecordErrorKind(ctx, errkinds.Kind(kind)) }
+				opts.RecordKind = telemetry.RecordErrorKind
 			}
 			if policy.EnableTools {
 				la := newLocalAgent(cfg, core, red, o.getenv, log)

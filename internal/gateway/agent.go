@@ -99,8 +99,7 @@ func (g *policy) readSandboxToolchain(ctx context.Context, c Caller, bound time.
 	}
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	remote := tools.NewRemote(tools.RemoteOptions{URL: c.Sandbox.URL, Token: token, TracerProvider: g.tracing})
-	text, err := remote.ReadResource(ctx, toolchain.URI)
+	text, err := tools.NewRemote(tools.RemoteOptions{URL: c.Sandbox.URL, Token: token, TracerProvider: g.tracing}).ReadResource(ctx, toolchain.URI)
 	if err != nil {
 		return toolchain.Report{}, err
 	}

@@ -109,6 +109,13 @@ func (ws *wakes) due(key string, now time.Time) bool {
 	return true
 }
 
+// markedAt records t as key's mark time.
+func (ws *wakes) markedAt(key string, t time.Time) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ws.marked[key] = t
+}
+
 // forget drops key's mark time, so that the next call patches again (a
 // failed wake must not be throttled away).
 func (ws *wakes) forget(key string) {
@@ -144,12 +151,13 @@ func (g *policy) wakeSandbox(ctx context.Context, c Caller, token string) error 
 		g.wakes.forget(key)
 		return fmt.Errorf("%w: %w", errWake, err)
 	}
-	remote := tools.NewRemote(tools.RemoteOptions{URL: c.Sandbox.URL, Token: token})
+	remote := tools.NewRemote(tools.RemoteOptions{URL: c.Sandbox.URL, Token: token, TracerProvider: g.tracing})
 	for {
 		attempt, cancel := context.WithTimeout(ctx, 2*time.Second)
 		_, err := remote.Tools(attempt)
 		cancel()
 		if err == nil {
+			g.wakes.markedAt(key, g.now()) // the throttle counts from the wake's end
 			g.log.Info("sandbox woken", "caller", c.Name, "after", g.now().Sub(start).Round(time.Millisecond))
 			g.metrics.woke(g.now().Sub(start))
 			return nil

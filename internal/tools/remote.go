@@ -226,7 +226,7 @@ func (r *Remote) call(ctx context.Context, name string, args json.RawMessage) (R
 // ReadResource reads one text resource of the sandbox (its toolchain,
 // say) and returns its text; a resource with several contents or none is
 // an error.
-func (r *Remote) ReadResource(ctx context.Context, uri string) (_ string, err error) {
+func (r *Remote) ReadResource(ctx context.Context, uri string) (text string, err error) {
 	if r.tracer != nil {
 		var span trace.Span
 		ctx, span = telemetry.StartClient(ctx, r.tracer, "resources/read", "", r.server...)
