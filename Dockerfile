@@ -6,10 +6,14 @@
 #   docker build --target sandbox -t ghcr.io/garraia/garra-sandbox:TAG .
 #
 # garra (the default, last stage): the static `garra` and `manager` binaries on
-# distroless, non-root. It has no entrypoint: each Deployment names its
-# command. The operator's Deployment (config/manager, charts/garra-operator)
-# runs /manager; the gateway Deployments the operator creates run
-# `garra gateway --config ...` (garra is on PATH, in /usr/local/bin).
+# distroless, non-root. Its entrypoint is garra, so
+#   docker run -i --rm ghcr.io/garraia/garra:TAG mcp-server
+# is the stdio MCP server, as server.json tells MCP hosts (the label names the
+# server for the MCP registry). Deployments name their own command, which
+# replaces the entrypoint: the operator's (config/manager,
+# charts/garra-operator) runs /manager; the gateway Deployments the operator
+# creates run `garra gateway --config ...` (garra is on PATH).
+# hack/imagebuild writes the same config; its test compares the two.
 #
 # sandbox: `garra sandbox` on Debian slim with bash, git and CA certificates,
 # the tools an agent's shell needs, as user 65532 in /workspace.
@@ -55,6 +59,11 @@ ENTRYPOINT ["garra", "sandbox"]
 FROM gcr.io/distroless/static-debian12:nonroot AS garra
 COPY --from=build /out/garra /usr/local/bin/garra
 COPY --from=build /out/manager /manager
+LABEL io.modelcontextprotocol.server.name="io.github.garraia/garra"
+ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt \
+    HOME=/home/nonroot
 USER 65532:65532
-ENTRYPOINT []
-CMD ["garra", "version"]
+WORKDIR /home/nonroot
+ENTRYPOINT ["garra"]
+CMD ["mcp-server"]

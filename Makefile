@@ -5,7 +5,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 GOLANGCI  := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
-.PHONY: all build run test unit vet fmt-check conformance conformance-gateway bench bench-go bench-e2e lint tidy-check clean e2e images
+.PHONY: all build run test unit vet fmt-check conformance conformance-gateway bench bench-go bench-e2e lint tidy-check clean e2e images npm
 
 all: build
 
@@ -14,6 +14,10 @@ build: ## Build the garra binary into bin/
 
 run: build ## Start the stdio MCP server (what Claude Desktop runs)
 	$(BIN)/garra mcp-server
+
+# `make test` packs and runs the host platform's package only (npm/npm_test.go).
+npm: ## npm tarballs of @garraia/garra-mcp and its five platform packages in bin/npm (NPM_VERSION, NPM_PLATFORMS: hack/npm.sh)
+	hack/npm.sh
 
 test: fmt-check vet unit conformance conformance-gateway ## Everything CI checks
 

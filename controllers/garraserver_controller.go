@@ -37,6 +37,12 @@ type GarraServerReconciler struct {
 	Probe GatewayProbe
 	// ProbeURL is where Probe asks; nil means GatewayReadyzURL.
 	ProbeURL func(*garrav1alpha1.GarraServer) string
+	// SandboxProbe asks the gateway how its handshake with each sandbox
+	// went (the Verified condition); nil means it is not asked.
+	SandboxProbe SandboxProbe
+	// SandboxProbeURL is where SandboxProbe asks; nil means
+	// GatewaySandboxzURL.
+	SandboxProbeURL func(*garrav1alpha1.GarraServer) string
 }
 
 func (r *GarraServerReconciler) now() time.Time {
@@ -101,7 +107,8 @@ type reconcileState struct {
 //     reported, not fatal);
 //  5. apply the gateway's objects (the tokens Secret first, then remove a
 //     handled rotate-token annotation), then each orchestrator's;
-//  6. delete the objects of orchestrators no longer in the spec;
+//  6. scale to zero the idle-enabled sandboxes without a recent call,
+//     then delete the objects of orchestrators no longer in the spec;
 //  7. write the status, derived from what is in the cluster now and from
 //     the gateway's answer about the config it runs.
 //
@@ -134,8 +141,10 @@ func (r *GarraServerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		{"generate secrets", r.ensureSecrets},
 		{"read secrets", r.readSecrets},
 		{"apply identity", r.applyIdentity},
+		{"apply wake role", func(ctx context.Context, s *reconcileState) error { return r.applyWakeRole(ctx, s.gs) }},
 		{"apply gateway", r.applyGateway},
 		{"apply orchestrators", r.applyOrchestrators},
+		{"suspend idle sandboxes", r.suspendIdle},
 		{"remove orchestrators", r.removeStale},
 	}
 	var stepErr error

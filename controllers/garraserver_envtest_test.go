@@ -19,11 +19,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
 	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/sandboxz"
 )
 
 const (
@@ -487,8 +489,10 @@ var _ = Describe("GarraServer", func() {
 		Expect(gs.Status.OrchestratorsReady).To(Equal("0/2"))
 		Expect(gs.Status.ObservedGeneration).To(Equal(gs.Generation))
 		Expect(gs.Status.Orchestrators).To(Equal([]garrav1alpha1.OrchestratorStatus{
-			{Name: "badgood", TokenSecret: "team-a-orch-badgood", WorkspaceClaim: "team-a-ws-badgood", SandboxEndpoint: "http://team-a-sandbox-badgood." + ns + ".svc:8080/mcp"},
-			{Name: "n8n", TokenSecret: "n8n-token", WorkspaceClaim: "team-a-ws-n8n", SandboxEndpoint: "http://team-a-sandbox-n8n." + ns + ".svc:8080/mcp"},
+			{Name: "badgood", TokenSecret: "team-a-orch-badgood", WorkspaceClaim: "team-a-ws-badgood", SandboxEndpoint: "http://team-a-sandbox-badgood." + ns + ".svc:8080/mcp",
+				VerifiedReason: ReasonNotChecked, VerifiedMessage: "the gateway could not be asked"},
+			{Name: "n8n", TokenSecret: "n8n-token", WorkspaceClaim: "team-a-ws-n8n", SandboxEndpoint: "http://team-a-sandbox-n8n." + ns + ".svc:8080/mcp",
+				VerifiedReason: ReasonNotChecked, VerifiedMessage: "the gateway could not be asked"},
 		}))
 		Expect(condition(ns, "Ready")).To(HaveField("Reason", "NotReady"))
 		Expect(condition(ns, "GatewayReady")).To(HaveField("Reason", "Progressing"))
@@ -688,6 +692,106 @@ var _ = Describe("GarraServer", func() {
 		Eventually(func() *int64 {
 			return get(ns, "team-a-sandbox-badgood", &appsv1.Deployment{}).Spec.Template.Spec.TerminationGracePeriodSeconds
 		}, timeout, interval).Should(HaveValue(Equal(int64(100))))
+	})
+
+	It("suspends an idle sandbox after its idleTimeout, leaves the wake to the gateway, and reports it", func() {
+		twoOrchestrators(ns)
+		settled(ns, "badgood", "n8n")
+		By("a bad idleTimeout is refused naming the field")
+		gs := server(ns)
+		gs.Spec.Orchestrators[0].Sandbox.IdleTimeout = &metav1.Duration{Duration: time.Second}
+		err := k8sClient.Update(ctx, gs)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(And(ContainSubstring("spec.orchestrators[0].sandbox.idleTimeout"), ContainSubstring("between 10s and 720h")))
+
+		By("idleTimeout 10s on badgood: a wake Role on exactly its Deployment, the gateway mounting its credential")
+		update(ns, func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Orchestrators[0].Sandbox.IdleTimeout = &metav1.Duration{Duration: 10 * time.Second}
+		})
+		Eventually(func() []string {
+			role := &rbacv1.Role{}
+			if k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "team-a-gateway-wake"}, role) != nil || len(role.Rules) == 0 {
+				return nil
+			}
+			return append(role.Rules[0].ResourceNames, role.Rules[0].Verbs...)
+		}, timeout, interval).Should(Equal([]string{"team-a-sandbox-badgood", "get", "patch"}))
+		Eventually(func() error {
+			return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "team-a-gateway-wake"}, &rbacv1.RoleBinding{})
+		}, timeout, interval).Should(Succeed())
+		Eventually(func() *bool {
+			return get(ns, "team-a-gateway", &appsv1.Deployment{}).Spec.Template.Spec.AutomountServiceAccountToken
+		}, timeout, interval).Should(HaveValue(BeTrue()))
+
+		By("a call marked just now keeps it running; a mark older than 10s suspends it")
+		mark := func(at time.Time) {
+			GinkgoHelper()
+			d := get(ns, "team-a-sandbox-badgood", &appsv1.Deployment{})
+			patch := client.MergeFrom(d.DeepCopy())
+			if d.Annotations == nil {
+				d.Annotations = map[string]string{}
+			}
+			d.Annotations[AnnotationLastCall] = at.UTC().Format(time.RFC3339Nano)
+			must(k8sClient.Patch(ctx, d, patch))
+		}
+		mark(time.Now())
+		Consistently(func() int32 { return *get(ns, "team-a-sandbox-badgood", &appsv1.Deployment{}).Spec.Replicas }, 3*time.Second, interval).Should(Equal(int32(1)))
+		mark(time.Now().Add(-time.Minute))
+		Eventually(func() int32 { return *get(ns, "team-a-sandbox-badgood", &appsv1.Deployment{}).Spec.Replicas }, timeout, interval).Should(Equal(int32(0)))
+		Eventually(func() bool { return server(ns).Status.Orchestrators[0].Suspended }, timeout, interval).Should(BeTrue())
+		Expect(server(ns).Status.Orchestrators[0].LastCall).NotTo(BeNil())
+		Expect(server(ns).Status.Orchestrators[1].Suspended).To(BeFalse())
+		Eventually(func() []string { return eventReasons(ns) }, timeout, interval).Should(ContainElement(EventSandboxSuspended))
+
+		By("the gateway's wake (replicas 1 and a fresh mark) is not undone by the operator")
+		d := get(ns, "team-a-sandbox-badgood", &appsv1.Deployment{})
+		patch := client.MergeFrom(d.DeepCopy())
+		d.Spec.Replicas = ptr.To(int32(1))
+		d.Annotations[AnnotationLastCall] = time.Now().UTC().Format(time.RFC3339Nano)
+		must(k8sClient.Patch(ctx, d, patch, client.FieldOwner("garra-gateway")))
+		update(ns, func(gs *garrav1alpha1.GarraServer) { gs.Spec.Gateway.AskBudgetPerMinute = 7 })
+		Consistently(func() int32 { return *get(ns, "team-a-sandbox-badgood", &appsv1.Deployment{}).Spec.Replicas }, 3*time.Second, interval).Should(Equal(int32(1)))
+		Eventually(func() bool { return server(ns).Status.Orchestrators[0].Suspended }, timeout, interval).Should(BeFalse())
+
+		By("idleTimeout removed: the Role goes, the apply owns replicas again")
+		update(ns, func(gs *garrav1alpha1.GarraServer) { gs.Spec.Orchestrators[0].Sandbox.IdleTimeout = nil })
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "team-a-gateway-wake"}, &rbacv1.Role{}))
+		}, timeout, interval).Should(BeTrue())
+	})
+
+	It("reports Verified per orchestrator as the gateway's handshake found, asking as the owner", func() {
+		twoOrchestrators(ns)
+		settled(ns, "badgood", "n8n")
+		Expect(condition(ns, "Verified")).To(And(HaveField("Status", metav1.ConditionUnknown), HaveField("Reason", "Pending"),
+			HaveField("Message", ContainSubstring("no available replica"))), "a gateway without a replica is not asked")
+		Expect(server(ns).Status.Orchestrators[0].VerifiedReason).To(Equal(ReasonNotChecked))
+
+		By("one sandbox verified, one refusing the gateway's token: Verified False naming it, Ready unchanged")
+		gateways.setReport(ns, sandboxz.Report{Sandboxes: map[string]sandboxz.Verdict{
+			"badgood": {Verified: true, Message: "ok", Tools: 6},
+			"n8n":     {Reason: sandboxz.TokenRefused, Message: "the sandbox refused the gateway's token"},
+		}})
+		markAvailable(ns, "team-a-gateway", 1)
+		Eventually(func() *metav1.Condition { return condition(ns, "Verified") }, timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "NotVerified"),
+			HaveField("Message", Equal("not verified: n8n (TokenRefused)"))))
+		rows := map[string]garrav1alpha1.OrchestratorStatus{}
+		for _, o := range server(ns).Status.Orchestrators {
+			rows[o.Name] = o
+		}
+		Expect(rows["badgood"]).To(And(HaveField("Verified", true), HaveField("VerifiedReason", "")))
+		Expect(rows["n8n"]).To(And(HaveField("Verified", false), HaveField("VerifiedReason", "TokenRefused"),
+			HaveField("VerifiedMessage", ContainSubstring("refused"))))
+		owner := get(ns, "team-a-gateway", &corev1.Secret{}).Data[KeyAPIKey]
+		Expect(gateways.bearer(ns)).To(Equal("Bearer "+string(owner)), "the operator asks with the gateway's key")
+
+		By("repaired: found by the requeue alone, Verified True")
+		gateways.setReport(ns, sandboxz.Report{Sandboxes: map[string]sandboxz.Verdict{
+			"badgood": {Verified: true, Message: "ok", Tools: 6},
+			"n8n":     {Verified: true, Message: "ok", Tools: 6},
+		}})
+		Eventually(func() *metav1.Condition { return condition(ns, "Verified") }, 2*VerifyRequeue, interval).Should(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "Verified")))
 	})
 
 	It("rotates a token on request, with an overlap, and a bring-your-own token when it changes", func() {
@@ -1072,6 +1176,15 @@ var _ = Describe("GarraServer", func() {
 		}, "spec.telemetry.samplerRatio", "should match"),
 		Entry("egress other than none|internet", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Orchestrators[0].Sandbox.Egress = "all" },
 			"spec.orchestrators[0].sandbox.egress", "Unsupported value"),
+		Entry("a runtimeClassName that is not a DNS-1123 subdomain", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Orchestrators[0].Sandbox.RuntimeClassName = ptr.To("gVisor_runsc")
+		}, "spec.orchestrators[0].sandbox.runtimeClassName", "runtimeClassName must be a DNS-1123 subdomain"),
+		Entry("33 sandbox node selector labels", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Orchestrators[0].Sandbox.NodeSelector = map[string]string{}
+			for i := range 33 {
+				gs.Spec.Orchestrators[0].Sandbox.NodeSelector[fmt.Sprintf("l%d", i)] = "x"
+			}
+		}, "spec.orchestrators[0].sandbox.nodeSelector", "must have at most 32 items"),
 		Entry("a name that cannot prefix a Service", func(gs *garrav1alpha1.GarraServer) { gs.Name = "team.a" },
 			"metadata.name", "DNS-1035 label"),
 		Entry("auth with two modes", func(gs *garrav1alpha1.GarraServer) {

@@ -54,6 +54,7 @@ func RenderConfig(gs *garrav1alpha1.GarraServer) *config.Config {
 	}
 	if sharedStore(gs) {
 		c.Store = config.Store{Driver: config.StorePostgres, DSNEnv: EnvStoreDSN}
+		c.Gateway.HandoverSeconds = HandoverSeconds
 	}
 	if needsTokenReview(gs) || g.Audience != "" {
 		c.Gateway.Auth.Audience = Audience(gs)
@@ -76,6 +77,13 @@ func RenderConfig(gs *garrav1alpha1.GarraServer) *config.Config {
 		if usesToken(o) {
 			keyFile = OrchTokenFile(o.Name)
 		}
+		sbx := &config.OrchestratorSandbox{
+			URL:       SandboxURL(gs, o.Name),
+			TokenFile: SandboxTokenFile(o.Name),
+		}
+		if idleTimeout(o) > 0 {
+			sbx.Wake = &config.SandboxWake{Namespace: gs.Namespace, Deployment: sandboxName(gs, o.Name)}
+		}
 		c.Gateway.MCPHTTP.Orchestrators = append(c.Gateway.MCPHTTP.Orchestrators, config.Orchestrator{
 			Name:      o.Name,
 			KeyFile:   keyFile,
@@ -83,10 +91,7 @@ func RenderConfig(gs *garrav1alpha1.GarraServer) *config.Config {
 			Tools:     tools,
 			DenyTools: deny,
 			Chats:     o.Chats,
-			Sandbox: &config.OrchestratorSandbox{
-				URL:       SandboxURL(gs, o.Name),
-				TokenFile: SandboxTokenFile(o.Name),
-			},
+			Sandbox:   sbx,
 		})
 	}
 	if spec.Channels != nil && spec.Channels.Telegram != nil {

@@ -46,13 +46,16 @@ func TestRenderConfig(t *testing.T) {
 				if c.Store != (config.Store{Driver: config.StorePostgres, DSNEnv: EnvStoreDSN}) {
 					t.Errorf("store = %+v", c.Store)
 				}
+				if c.Gateway.HandoverSeconds != HandoverSeconds {
+					t.Errorf("handover_seconds = %d, want %d among replicas", c.Gateway.HandoverSeconds, HandoverSeconds)
+				}
 			},
 		},
 		{
 			name: "sqlite renders no store section",
 			check: func(t *testing.T, c *config.Config) {
-				if c.Store != (config.Store{}) {
-					t.Errorf("store = %+v", c.Store)
+				if c.Store != (config.Store{}) || c.Gateway.HandoverSeconds != 0 {
+					t.Errorf("store = %+v, handover_seconds %d", c.Store, c.Gateway.HandoverSeconds)
 				}
 			},
 		},

@@ -55,11 +55,12 @@ func gatewayDeployment(gs *garrav1alpha1.GarraServer, image, hash string) *appsv
 		container.WithResources(res)
 	}
 
-	// The API credential is mounted only for TokenReviews here; replicas on
+	// The API credential is mounted only for TokenReviews and waking idle
+	// sandboxes here; replicas on
 	// a shared store also get it for the poller Lease (sharedGatewayDeployment).
 	pod := corev1ac.PodSpec().
 		WithServiceAccountName(gatewayName(gs)).
-		WithAutomountServiceAccountToken(needsTokenReview(gs)).
+		WithAutomountServiceAccountToken(needsTokenReview(gs) || len(idleSandboxes(gs)) > 0).
 		WithEnableServiceLinks(false).
 		WithSecurityContext(restrictedPodSecurity()).
 		WithContainers(container).
@@ -76,7 +77,7 @@ func gatewayDeployment(gs *garrav1alpha1.GarraServer, image, hash string) *appsv
 			corev1ac.Volume().WithName("tokens").WithSecret(
 				corev1ac.SecretVolumeSource().WithSecretName(tokensName(gs)).WithDefaultMode(SecretFileMode)),
 		).
-		WithTerminationGracePeriodSeconds(terminationGrace(gs))
+		WithTerminationGracePeriodSeconds(gatewayTerminationGrace(gs))
 
 	dep := singlePodDeployment(gs, gatewayName(gs), lbl, hash, pod)
 	if sharedStore(gs) {
@@ -108,6 +109,21 @@ func drainSeconds(gs *garrav1alpha1.GarraServer) int {
 // plus the margin, so the kubelet's SIGKILL never cuts a drain short.
 func terminationGrace(gs *garrav1alpha1.GarraServer) int64 {
 	return int64(drainSeconds(gs) + DrainMarginSeconds)
+}
+
+// HandoverSeconds is the gateway's handover_seconds on a shared store:
+// how long a replica that is stopping still serves new requests (each on
+// its own connection) while every node's proxy learns that its pod left
+// the Service, so that no call lands on a replica already refusing.
+const HandoverSeconds = 5
+
+// gatewayTerminationGrace is terminationGrace plus the handover, when the
+// gateway has one.
+func gatewayTerminationGrace(gs *garrav1alpha1.GarraServer) int64 {
+	if sharedStore(gs) {
+		return terminationGrace(gs) + HandoverSeconds
+	}
+	return terminationGrace(gs)
 }
 
 // singlePodDeployment is the Deployment shape of every pod Garra runs: one

@@ -256,5 +256,13 @@ func TestGatewayReplicas(t *testing.T) {
 		if claim == (tc.driver == garrav1alpha1.StorePostgres) {
 			t.Errorf("driver %q: data claim mounted = %v", tc.driver, claim)
 		}
+		// The kubelet's SIGKILL waits for the handover too.
+		wantGrace := int64(defaultDrainSeconds + DrainMarginSeconds)
+		if tc.driver == garrav1alpha1.StorePostgres {
+			wantGrace += HandoverSeconds
+		}
+		if g := dep.Spec.Template.Spec.TerminationGracePeriodSeconds; g == nil || *g != wantGrace {
+			t.Errorf("driver %q: terminationGracePeriodSeconds %v, want %d", tc.driver, g, wantGrace)
+		}
 	}
 }

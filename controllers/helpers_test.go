@@ -3,6 +3,7 @@ package controllers
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -206,7 +207,7 @@ func checkRestricted(t reporter, pod corev1.PodSpec) {
 			t.Errorf("hostPath volume %s", v.Name)
 		}
 	}
-	for _, c := range pod.Containers {
+	for _, c := range append(slices.Clone(pod.InitContainers), pod.Containers...) {
 		sc := c.SecurityContext
 		if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
 			sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||

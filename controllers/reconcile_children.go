@@ -3,7 +3,8 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -124,7 +125,7 @@ func (r *GarraServerReconciler) applyOrchestrators(ctx context.Context, s *recon
 		if _, err := r.applyClaim(ctx, workspaceClaim(gs, o)); err != nil {
 			return err
 		}
-		dep := sandboxDeployment(gs, o, sandboxImage(gs, o, r.SandboxImage))
+		dep := sandboxDeployment(gs, o, resolveSandboxImages(gs, o, r.SandboxImage, r.GarraImage))
 		if _, err := applyIfChanged(ctx, r.Client, dep, &appsv1.Deployment{}, appsv1ac.ExtractDeployment); err != nil {
 			return err
 		}
@@ -248,11 +249,6 @@ func kindOf(obj client.Object) string {
 	return fmt.Sprintf("%T", obj)
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+func sortedKeys[K ~string, V any](m map[K]V) []K {
+	return slices.Sorted(maps.Keys(m))
 }

@@ -65,12 +65,23 @@ func WithGatewayProbe(p GatewayProbe, url func(*garrav1alpha1.GarraServer) strin
 	return func(r *GarraServerReconciler) { r.Probe, r.ProbeURL = p, url }
 }
 
+// WithSandboxProbe replaces the HTTP question to the gateway's /sandboxz
+// and where it is sent.
+func WithSandboxProbe(p SandboxProbe, url func(*garrav1alpha1.GarraServer) string) Option {
+	return func(r *GarraServerReconciler) { r.SandboxProbe, r.SandboxProbeURL = p, url }
+}
+
 // Setup builds the GarraServer reconciler on mgr, the one way the manager,
 // the envtest suite and the benchmark all wire it: the manager's client
 // and API reader, an event recorder under the field owner's name,
-// crypto/rand for generated credentials, and an HTTP probe of each
-// gateway's /readyz (ProbeTimeout per question, no redirects followed).
+// crypto/rand for generated credentials, and HTTP probes of each
+// gateway's /readyz and /sandboxz (ProbeTimeout per question, no
+// redirects followed).
 func Setup(mgr ctrl.Manager, images Images, opts ...Option) error {
+	probeClient := &http.Client{
+		Timeout:       ProbeTimeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 	r := &GarraServerReconciler{
 		Client:       mgr.GetClient(),
 		APIReader:    mgr.GetAPIReader(),
@@ -78,10 +89,8 @@ func Setup(mgr ctrl.Manager, images Images, opts ...Option) error {
 		GarraImage:   images.Garra,
 		SandboxImage: images.Sandbox,
 		Rand:         rand.Reader,
-		Probe: HTTPGatewayProbe(&http.Client{
-			Timeout:       ProbeTimeout,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}),
+		Probe:        HTTPGatewayProbe(probeClient),
+		SandboxProbe: HTTPSandboxProbe(probeClient),
 	}
 	for _, o := range opts {
 		o(r)

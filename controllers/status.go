@@ -32,6 +32,8 @@ type observed struct {
 	applied    *metav1.Condition
 	// rotations are the orchestrators with a previous token still valid.
 	rotations map[string]time.Time
+	// verified is the gateway's report on its sandboxes (nil: not asked).
+	verified *verification
 }
 
 // available reports whether d has an available replica.
@@ -46,30 +48,49 @@ func computeStatus(gs *garrav1alpha1.GarraServer, w observed) garrav1alpha1.Garr
 		Conditions:         append([]metav1.Condition(nil), gs.Status.Conditions...),
 	}
 	var notReady []string
+	nSuspended := 0
 	for _, o := range gs.Spec.Orchestrators {
-		ok := available(w.sandboxes[o.Name])
-		if !ok {
+		d := w.sandboxes[o.Name]
+		ok := available(d)
+		asleep := idleTimeout(o) > 0 && suspended(d)
+		switch {
+		case asleep:
+			nSuspended++ // suspended on purpose: its next call wakes it
+		case !ok:
 			notReady = append(notReady, o.Name)
 		}
 		tokenSecret := "" // the ServiceAccount and OIDC modes hold no token
 		if usesToken(o) {
 			tokenSecret = orchTokenRef(gs, o).Secret
 		}
-		st.Orchestrators = append(st.Orchestrators, garrav1alpha1.OrchestratorStatus{
+		row := garrav1alpha1.OrchestratorStatus{
 			Name:            o.Name,
 			Ready:           ok,
 			TokenSecret:     tokenSecret,
 			WorkspaceClaim:  workspaceName(gs, o.Name),
 			SandboxEndpoint: SandboxURL(gs, o.Name),
 			TokenRotation:   rotationStatus(w.rotations, o.Name),
-		})
+		}
+		if asleep {
+			row.Suspended = true
+		}
+		if idleTimeout(o) > 0 && d != nil {
+			if t, err := time.Parse(time.RFC3339Nano, d.Annotations[AnnotationLastCall]); err == nil {
+				row.LastCall = &metav1.Time{Time: t.Truncate(time.Second)}
+			}
+		}
+		if w.verified != nil {
+			v := w.verified.byName[o.Name]
+			row.Verified, row.VerifiedReason, row.VerifiedMessage = v.Verified, v.Reason, v.Message
+		}
+		st.Orchestrators = append(st.Orchestrators, row)
 	}
 	st.ConfigHash = w.configHash
 	if st.ConfigHash == "" {
 		st.ConfigHash = gs.Status.ConfigHash
 	}
 	total := len(gs.Spec.Orchestrators)
-	st.OrchestratorsReady = fmt.Sprintf("%d/%d", total-len(notReady), total)
+	st.OrchestratorsReady = fmt.Sprintf("%d/%d", total-len(notReady)-nSuspended, total)
 
 	set := func(typ string, ok bool, reason, msg string) {
 		status := metav1.ConditionFalse
@@ -84,6 +105,11 @@ func computeStatus(gs *garrav1alpha1.GarraServer, w observed) garrav1alpha1.Garr
 	if c := w.applied; c != nil {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 			Type: garrav1alpha1.ConditionConfigApplied, Status: c.Status, Reason: c.Reason, Message: c.Message, ObservedGeneration: gs.Generation,
+		})
+	}
+	if v := w.verified; v != nil {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: garrav1alpha1.ConditionVerified, Status: v.cond.Status, Reason: v.cond.Reason, Message: v.cond.Message, ObservedGeneration: gs.Generation,
 		})
 	}
 
@@ -106,6 +132,9 @@ func computeStatus(gs *garrav1alpha1.GarraServer, w observed) garrav1alpha1.Garr
 	switch {
 	case total == 0:
 		set(garrav1alpha1.ConditionOrchestratorsReady, true, garrav1alpha1.ReasonNoOrchestrators, "the spec lists no orchestrator")
+	case orchOK && nSuspended > 0:
+		set(garrav1alpha1.ConditionOrchestratorsReady, true, garrav1alpha1.ReasonAvailable,
+			fmt.Sprintf("%s sandboxes available, %d suspended while idle (the next call wakes it)", st.OrchestratorsReady, nSuspended))
 	case orchOK:
 		set(garrav1alpha1.ConditionOrchestratorsReady, true, garrav1alpha1.ReasonAvailable, fmt.Sprintf("%s sandboxes available", st.OrchestratorsReady))
 	default:
@@ -156,6 +185,9 @@ func (r *GarraServerReconciler) writeStatus(ctx context.Context, s *reconcileSta
 			return err
 		}
 		w.sandboxes[o.Name] = d
+	}
+	if s.invalid == "" {
+		w.verified = r.verifySandboxes(ctx, s, w.gateway, w.sandboxes)
 	}
 	st := computeStatus(gs, w)
 	if equality.Semantic.DeepEqual(gs.Status, st) {

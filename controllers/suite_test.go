@@ -22,6 +22,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -56,6 +57,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
+	"github.com/garraia/garra/internal/sandboxz"
 )
 
 // operatorUser is who the manager runs as in the suite.
@@ -183,12 +185,25 @@ type fakeGateways struct {
 	srv  *httptest.Server
 	mu   sync.Mutex
 	byNS map[string][2]string
+	// reports are the /sandboxz answers by namespace (absent: an empty
+	// report); bearers the Authorization header each last got.
+	reports map[string]sandboxz.Report
+	bearers map[string]string
 }
 
 func newFakeGateways() *fakeGateways {
-	f := &fakeGateways{byNS: map[string][2]string{}}
+	f := &fakeGateways{byNS: map[string][2]string{}, reports: map[string]sandboxz.Report{}, bearers: map[string]string{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ns, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+		if rest == "sandboxz" {
+			f.mu.Lock()
+			rep := f.reports[ns]
+			f.bearers[ns] = r.Header.Get("Authorization")
+			f.mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(rep)
+			return
+		}
 		if rest != "readyz" {
 			http.NotFound(w, r)
 			return
@@ -217,6 +232,22 @@ func (f *fakeGateways) url(gs *garrav1alpha1.GarraServer) string {
 	return f.srv.URL + "/" + gs.Namespace + "/readyz"
 }
 
+func (f *fakeGateways) setReport(ns string, rep sandboxz.Report) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reports[ns] = rep
+}
+
+func (f *fakeGateways) bearer(ns string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.bearers[ns]
+}
+
+func (f *fakeGateways) sandboxzURL(gs *garrav1alpha1.GarraServer) string {
+	return f.srv.URL + "/" + gs.Namespace + "/sandboxz"
+}
+
 var ctx = context.Background()
 
 // managerRun is one running manager.
@@ -239,7 +270,8 @@ func startManager() *managerRun {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(Setup(mgr, Images{Garra: testImages[0], Sandbox: testImages[1]},
-		WithGatewayProbe(HTTPGatewayProbe(gateways.srv.Client()), gateways.url))).To(Succeed())
+		WithGatewayProbe(HTTPGatewayProbe(gateways.srv.Client()), gateways.url),
+		WithSandboxProbe(HTTPSandboxProbe(gateways.srv.Client()), gateways.sandboxzURL))).To(Succeed())
 	mctx, cancel := context.WithCancel(context.Background())
 	run := &managerRun{cancel: cancel, done: make(chan error, 1)}
 	go func() {

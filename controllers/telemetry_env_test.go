@@ -45,7 +45,7 @@ func TestTelemetryEnv(t *testing.T) {
 				t.Errorf("gateway env lost its other variables: %v", gw)
 			}
 			for _, o := range gs.Spec.Orchestrators {
-				sb := envFrom(typed[appsv1.Deployment](t, sandboxDeployment(gs, o, "sbx:1")).Spec.Template.Spec.Containers[0])
+				sb := envFrom(typed[appsv1.Deployment](t, sandboxDeployment(gs, o, sandboxImages{Sandbox: "sbx:1"})).Spec.Template.Spec.Containers[0])
 				eqMap(t, "sandbox "+o.Name+" OTEL env", otel(sb), tc.sandbox)
 				if sb["HOME"] != "=/tmp" || len(sb) != len(tc.sandbox)+1 {
 					t.Errorf("sandbox %s env = %v", o.Name, sb)

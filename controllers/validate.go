@@ -68,6 +68,7 @@ func invalidSpec(gs *garrav1alpha1.GarraServer, defGarra, defSandbox string) str
 			}
 			return ""
 		},
+		func() string { return podSettingsProblem(gs) },
 	}
 	for _, c := range checks {
 		if msg := c(); msg != "" {

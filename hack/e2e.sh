@@ -54,6 +54,7 @@ why_not() {
 	done
 	[ -f "$KC/images/pause.tar" ] || echo "the cluster's base images are not built ($KC/images/pause.tar)"
 	hack/sandbox-rootfs.sh --check >/dev/null 2>&1 || echo "the sandbox base layer is not cached (hack/sandbox-rootfs.sh, ~3 min)"
+	hack/postgres-rootfs.sh --check >/dev/null 2>&1 || echo "the PostgreSQL base layer is not cached (hack/postgres-rootfs.sh, ~3 min)"
 }
 
 case "$mode" in
@@ -97,7 +98,9 @@ if [ -z "${KUBECONFIG:-}" ]; then
 		log "KUBECONFIG is not set and there is no e2e-cluster tool at $TOOL"
 		exit 1
 	}
-	if [ -n "$(why_not | grep -v sandbox)" ]; then
+	# The base layers are built by hack/images.sh below (minutes, not a
+	# Kubernetes build), so only the rest needs the cluster tool's build.
+	if [ -n "$(why_not | grep -v 'base layer')" ]; then
 		log "building the local cluster's binaries and images (cached after the first time)"
 		t0=$SECONDS
 		"$TOOL/local-cluster-build.sh"

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # hack/images.sh — build Garra's images without a container engine:
-# static linux binaries (garra, manager, the LLM double), the sandbox's
-# Debian base (hack/sandbox-rootfs.sh, cached), then hack/imagebuild writes
+# static linux binaries (garra, manager, the LLM double), the Debian bases
+# of the sandbox and of the test PostgreSQL (hack/sandbox-rootfs.sh and
+# hack/postgres-rootfs.sh, cached), then hack/imagebuild writes
 #   $IMAGES_DIR/garra.tar            localhost/garra:$IMAGE_TAG
 #   $IMAGES_DIR/garra-sandbox.tar    localhost/garra-sandbox:$IMAGE_TAG
 #   $IMAGES_DIR/garra-llmdouble.tar  localhost/garra-llmdouble:$IMAGE_TAG
+#   $IMAGES_DIR/garra-postgres.tar   localhost/garra-postgres:$IMAGE_TAG
 # and prints "ref<TAB>path" per image.
 #
 # Load them into a cluster with its own loader, e.g.
@@ -29,9 +31,10 @@ go build -trimpath -ldflags "-s -w" -o "$BIN/llmdouble" ./test/fakes/llmdouble/c
 unset GOOS
 
 base="$(hack/sandbox-rootfs.sh | tail -n1)"
+pgbase="$(hack/postgres-rootfs.sh | tail -n1)"
 # imagebuild is a module of its own (go-containerregistry stays out of the
 # product's dependencies), so it runs from its directory with absolute paths.
 top="$(pwd)"
 case "$IMAGES_DIR" in /*) out="$IMAGES_DIR" ;; *) out="$top/$IMAGES_DIR" ;; esac
 (cd hack/imagebuild && go run . -out "$out" -tag "$IMAGE_TAG" \
-	-garra "$top/$BIN/garra" -manager "$top/$BIN/manager" -llmdouble "$top/$BIN/llmdouble" -sandbox-base "$base")
+	-garra "$top/$BIN/garra" -manager "$top/$BIN/manager" -llmdouble "$top/$BIN/llmdouble" -sandbox-base "$base" -postgres-base "$pgbase")

@@ -14,6 +14,11 @@ const (
 	// ConditionConfigApplied is true when the gateway reports (on /readyz)
 	// that it runs the config.yml of status.configHash.
 	ConditionConfigApplied = "ConfigApplied"
+	// ConditionVerified is true when the gateway reports (on /sandboxz)
+	// that its last MCP handshake with every orchestrator's sandbox, under
+	// that sandbox's token, worked. Ready says the pods are up; Verified
+	// says the gateway can use them.
+	ConditionVerified = "Verified"
 )
 
 // Condition reasons.
@@ -47,6 +52,12 @@ const (
 	ReasonRejected = "Rejected"
 	// ReasonNotProbed: the operator does not ask the gateway.
 	ReasonNotProbed = "NotProbed"
+	// ReasonVerified: every sandbox answered the gateway's handshake.
+	ReasonVerified = "Verified"
+	// ReasonNotVerified: some sandbox did not; the message and each
+	// orchestrator's status say which and why (TokenRefused, Unreachable,
+	// NoTools, NoToken, or not checked yet).
+	ReasonNotVerified = "NotVerified"
 )
 
 // Event reasons, on the GarraServer.

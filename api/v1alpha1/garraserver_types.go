@@ -19,6 +19,7 @@ import (
 // +kubebuilder:resource:shortName=garra;gs,categories=garra
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Orchestrators",type=string,JSONPath=`.status.orchestratorsReady`,description="ready/total sandboxes"
+// +kubebuilder:printcolumn:name="Verified",type=string,JSONPath=`.status.conditions[?(@.type=="Verified")].status`,description="whether the gateway's handshake with every sandbox works"
 // +kubebuilder:printcolumn:name="Config",type=string,JSONPath=`.status.conditions[?(@.type=="ConfigApplied")].reason`,description="whether the gateway runs the rendered config"
 // +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=`.status.endpoint`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -572,14 +573,46 @@ type SandboxSpec struct {
 	// +optional
 	Image string `json:"image,omitempty"`
 
-	// Resources of the sandbox container.
+	// Resources of the sandbox container. Each request must not exceed
+	// its limit (checked by the controller, which names the resource).
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// RuntimeClassName runs the sandbox pod under that RuntimeClass (gVisor,
+	// Kata Containers, where the cluster has one): a DNS-1123 subdomain.
+	// Empty means the cluster's default runtime.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="runtimeClassName must be a DNS-1123 subdomain (lower-case letters, digits, '-' and '.', starting and ending with a letter or digit), the name of a RuntimeClass"
+	// +optional
+	RuntimeClassName *string `json:"runtimeClassName,omitempty"`
+
+	// NodeSelector confines the sandbox pod to nodes with these labels
+	// (keys are label keys, values label values; checked by the
+	// controller).
+	// +kubebuilder:validation:MaxProperties=32
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Tolerations let the sandbox pod onto tainted nodes (a pool kept for
+	// sandboxes, a gVisor node group).
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
 	// Egress is what the sandbox may reach: none (default) or internet.
 	// +kubebuilder:default=none
 	// +optional
 	Egress Egress `json:"egress,omitempty"`
+
+	// IdleTimeout, when set, suspends the sandbox after that long without
+	// a call: the operator scales its Deployment to zero (the workspace
+	// claim and the Secret stay; status says suspended), and the
+	// orchestrator's next garra_agent call wakes it, waiting within its
+	// own timeout. Off by default; at least 10s, at most 720h.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s') && duration(self) <= duration('720h')",message="idleTimeout must be between 10s and 720h (e.g. 15m), or absent to keep the sandbox always running"
+	// +optional
+	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty"`
 }
 
 // GarraServerStatus is derived afresh from the cluster on every reconcile.
@@ -588,8 +621,8 @@ type GarraServerStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions are Ready, GatewayReady, OrchestratorsReady and
-	// ConfigApplied.
+	// Conditions are Ready, GatewayReady, OrchestratorsReady, ConfigApplied
+	// and Verified.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -636,6 +669,24 @@ type OrchestratorStatus struct {
 	// (its bearer or its sandbox token) is still accepted.
 	// +optional
 	TokenRotation *TokenRotationStatus `json:"tokenRotation,omitempty"`
+	// Verified is true when the gateway's last MCP handshake with its
+	// sandbox, under the sandbox token, worked.
+	Verified bool `json:"verified"`
+	// VerifiedReason says why not: TokenRefused, Unreachable, NoTools,
+	// NoToken, or NotChecked (the gateway has not reported on it yet).
+	// +optional
+	VerifiedReason string `json:"verifiedReason,omitempty"`
+	// VerifiedMessage is the gateway's sentence about the last handshake.
+	// +optional
+	VerifiedMessage string `json:"verifiedMessage,omitempty"`
+	// Suspended is true while an idle sandbox is scaled to zero; its next
+	// call wakes it.
+	// +optional
+	Suspended bool `json:"suspended,omitempty"`
+	// LastCall is when the gateway last started a call in this sandbox
+	// (with idleTimeout only).
+	// +optional
+	LastCall *metav1.Time `json:"lastCall,omitempty"`
 }
 
 // TokenRotationStatus is an overlap in progress.

@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -174,10 +176,13 @@ func TestReadmeClientSnippets(t *testing.T) {
 				}
 				for name, srv := range cfg.MCPServers {
 					where := client + " snippet " + name
-					if base := filepath.Base(srv.Command); base != "garra" && base != "garra.exe" {
-						t.Errorf("%s runs %q, not garra", where, srv.Command)
+					args, problems := garraArgs(t, srv.Command, srv.Args)
+					for _, p := range problems {
+						t.Errorf("%s: %s", where, p)
 					}
-					assertRunnable(t, where, srv.Args)
+					if args != nil {
+						assertRunnable(t, where, args)
+					}
 					for k := range srv.Env {
 						if !codeReadsEnv(t, k) {
 							t.Errorf("%s sets %s, which the code never reads", where, k)
@@ -200,6 +205,46 @@ func TestReadmeClientSnippets(t *testing.T) {
 			}
 		})
 	}
+}
+
+// garraArgs is what garra runs with when a host starts command with args:
+// garra itself, the image of server.json's OCI package under `docker run`,
+// or its npm package under npx (whose bin runs mcp-server when given no
+// arguments). Variables docker passes on must be read by the code. A
+// snippet that fits none of these is a problem.
+func garraArgs(t *testing.T, command string, args []string) ([]string, []string) {
+	t.Helper()
+	switch filepath.Base(command) {
+	case "garra", "garra.exe":
+		return args, nil
+	case "docker":
+		oci := serverJSONPackage(t, "oci").Identifier
+		if len(args) < 3 || !slices.Equal(args[:3], []string{"run", "-i", "--rm"}) {
+			return nil, []string{fmt.Sprintf("docker %q does not start with run -i --rm", args)}
+		}
+		rest := args[3:]
+		var problems []string
+		for len(rest) >= 2 && rest[0] == "-e" {
+			if !codeReadsEnv(t, rest[1]) {
+				problems = append(problems, "passes "+rest[1]+" into the container, which the code never reads")
+			}
+			rest = rest[2:]
+		}
+		if len(rest) == 0 || rest[0] != oci {
+			return nil, append(problems, fmt.Sprintf("docker %q does not run server.json's image %s", args, oci))
+		}
+		return rest[1:], problems
+	case "npx", "npx.cmd":
+		pkg := serverJSONPackage(t, "npm").Identifier
+		if len(args) < 2 || args[0] != "-y" || args[1] != pkg {
+			return nil, []string{fmt.Sprintf("npx %q does not run -y %s", args, pkg)}
+		}
+		if len(args) == 2 {
+			return []string{"mcp-server"}, nil
+		}
+		return args[2:], nil
+	}
+	return nil, []string{fmt.Sprintf("runs %q: not garra, docker or npx", command)}
 }
 
 // Every variable in the README's "Environment knobs" table is read by the
@@ -236,6 +281,29 @@ func TestReadmeCheckersCatchDrift(t *testing.T) {
 	for _, args := range [][]string{{"no-such-command"}, {"mcp-server", "--no-such-flag"}, {"mcp"}} {
 		if len(runnableProblems(t, args)) == 0 {
 			t.Errorf("%v passes the check", args)
+		}
+	}
+	image, pkg := serverJSONPackage(t, "oci").Identifier, serverJSONPackage(t, "npm").Identifier
+	for _, c := range []struct {
+		command string
+		args    []string
+		want    []string // nil: refused
+	}{
+		{"docker", []string{"run", "-i", "--rm", "-e", "OPENROUTER_API_KEY", image, "mcp-server"}, []string{"mcp-server"}},
+		{"npx", []string{"-y", pkg}, []string{"mcp-server"}},
+		{"npx", []string{"-y", pkg, "version"}, []string{"version"}},
+		{"docker", []string{"run", "--rm", image, "mcp-server"}, nil}, // no -i: no stdin
+		{"docker", []string{"run", "-i", "--rm", "ghcr.io/other/image:v1", "mcp-server"}, nil},
+		{"docker", []string{"run", "-i", "--rm", "-e", "NO_SUCH_VARIABLE", image, "mcp-server"}, nil},
+		{"npx", []string{"-y", "@other/package"}, nil},
+		{"node", []string{"server.js"}, nil},
+	} {
+		got, problems := garraArgs(t, c.command, c.args)
+		if c.want == nil && len(problems) == 0 {
+			t.Errorf("%s %q passes the check", c.command, c.args)
+		}
+		if c.want != nil && (len(problems) != 0 || !slices.Equal(got, c.want)) {
+			t.Errorf("%s %q: garra %q, problems %v; want garra %q", c.command, c.args, got, problems, c.want)
 		}
 	}
 }

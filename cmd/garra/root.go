@@ -33,6 +33,7 @@ func newRootCommand(getenv func(string) string) *cobra.Command {
 		newConfigCommand(o),
 		newPairCommand(o),
 		newVersionCommand(),
+		newCopyBinaryCommand(),
 	)
 	return cmd
 }

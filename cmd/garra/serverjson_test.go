@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -27,21 +28,23 @@ type serverJSON struct {
 		URL    string `json:"url"`
 		Source string `json:"source"`
 	} `json:"repository"`
-	Packages []struct {
-		RegistryType string `json:"registryType"`
-		Identifier   string `json:"identifier"`
-		Version      string `json:"version"`
-		RuntimeHint  string `json:"runtimeHint"`
-		Transport    struct {
-			Type string `json:"type"`
-		} `json:"transport"`
-		PackageArguments []struct {
-			Type        string `json:"type"`
-			Value       string `json:"value"`
-			Description string `json:"description"`
-		} `json:"packageArguments"`
-		EnvironmentVariables []envInput `json:"environmentVariables"`
-	} `json:"packages"`
+	Packages []serverJSONPackageEntry `json:"packages"`
+}
+
+type serverJSONPackageEntry struct {
+	RegistryType string `json:"registryType"`
+	Identifier   string `json:"identifier"`
+	Version      string `json:"version"`
+	RuntimeHint  string `json:"runtimeHint"`
+	Transport    struct {
+		Type string `json:"type"`
+	} `json:"transport"`
+	PackageArguments []struct {
+		Type        string `json:"type"`
+		Value       string `json:"value"`
+		Description string `json:"description"`
+	} `json:"packageArguments"`
+	EnvironmentVariables []envInput `json:"environmentVariables"`
 }
 
 type envInput struct {
@@ -101,12 +104,30 @@ func TestServerJSONMeetsTheRegistryRules(t *testing.T) {
 		t.Errorf("repository %+v does not point at the module's GitHub repository", s.Repository)
 	}
 
-	if len(s.Packages) != 1 {
-		t.Fatalf("%d packages, want the one OCI image", len(s.Packages))
+	if len(s.Packages) != 2 {
+		t.Fatalf("%d packages, want the OCI image and the npm package", len(s.Packages))
 	}
-	p := s.Packages[0]
-	if p.RegistryType != "oci" || p.Transport.Type != "stdio" || p.RuntimeHint != "docker" {
-		t.Errorf("package %s/%s/%s, want oci over stdio run by docker", p.RegistryType, p.Transport.Type, p.RuntimeHint)
+	for _, p := range s.Packages {
+		if p.Transport.Type != "stdio" {
+			t.Errorf("%s package over %s, want stdio", p.RegistryType, p.Transport.Type)
+		}
+		// The arguments start the stdio server of the binary.
+		var args []string
+		for _, a := range p.PackageArguments {
+			if a.Type != "positional" || a.Value == "" {
+				t.Errorf("%s package argument %+v", p.RegistryType, a)
+			}
+			args = append(args, a.Value)
+		}
+		if len(args) == 0 || args[0] != "mcp-server" {
+			t.Fatalf("%s packageArguments %v do not start `garra mcp-server`", p.RegistryType, args)
+		}
+		assertRunnable(t, "server.json "+p.RegistryType+" packageArguments", args)
+	}
+
+	p := serverJSONPackage(t, "oci")
+	if p.RuntimeHint != "docker" {
+		t.Errorf("oci package run by %q, want docker", p.RuntimeHint)
 	}
 	m := ociRegistries.FindStringSubmatch(p.Identifier)
 	if m == nil {
@@ -117,24 +138,60 @@ func TestServerJSONMeetsTheRegistryRules(t *testing.T) {
 	if p.Version != "" {
 		t.Errorf("an OCI package carries its version in the tag, not in version (%q)", p.Version)
 	}
-	// The arguments start the stdio server of the binary.
-	var args []string
-	for _, a := range p.PackageArguments {
-		if a.Type != "positional" || a.Value == "" {
-			t.Errorf("package argument %+v", a)
+
+	// The npm package is npm/garra-mcp, whose mcpName is what the registry
+	// checks ownership by; hack/npm.sh stamps one version on it and its
+	// platform packages, and at rest they agree with server.json.
+	p = serverJSONPackage(t, "npm")
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "npm", "garra-mcp", "package.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pkg struct {
+		Name                 string            `json:"name"`
+		Version              string            `json:"version"`
+		MCPName              string            `json:"mcpName"`
+		OptionalDependencies map[string]string `json:"optionalDependencies"`
+	}
+	if err := json.Unmarshal(raw, &pkg); err != nil {
+		t.Fatalf("npm/garra-mcp/package.json: %v", err)
+	}
+	if p.RuntimeHint != "npx" || p.Identifier != pkg.Name || p.Version != s.Version || pkg.Version != s.Version || pkg.MCPName != s.Name {
+		t.Errorf("npm package %s@%s (%s), package.json %s@%s mcpName %q; want %s@%s run by npx, mcpName %s",
+			p.Identifier, p.Version, p.RuntimeHint, pkg.Name, pkg.Version, pkg.MCPName, pkg.Name, s.Version, s.Name)
+	}
+	for dep, v := range pkg.OptionalDependencies {
+		if !strings.HasPrefix(dep, pkg.Name+"-") || v != pkg.Version {
+			t.Errorf("optional dependency %s@%s is not a %s-<os>-<cpu> package at %s", dep, v, pkg.Name, pkg.Version)
 		}
-		args = append(args, a.Value)
 	}
-	if len(args) == 0 || args[0] != "mcp-server" {
-		t.Fatalf("packageArguments %v do not start `garra mcp-server`", args)
+}
+
+// serverJSONPackage is server.json's one package of registryType.
+func serverJSONPackage(t *testing.T, registryType string) serverJSONPackageEntry {
+	t.Helper()
+	var found []serverJSONPackageEntry
+	for _, p := range loadServerJSON(t).Packages {
+		if p.RegistryType == registryType {
+			found = append(found, p)
+		}
 	}
-	assertRunnable(t, "server.json packageArguments", args)
+	if len(found) != 1 {
+		t.Fatalf("server.json has %d %s packages, want 1", len(found), registryType)
+	}
+	return found[0]
 }
 
 // The environment variables: complete (every knob the stdio server reads)
 // and honest (each is read by the code, secrets are marked).
 func TestServerJSONEnvironmentVariables(t *testing.T) {
-	envs := loadServerJSON(t).Packages[0].EnvironmentVariables
+	pkgs := loadServerJSON(t).Packages
+	for _, p := range pkgs[1:] {
+		if !reflect.DeepEqual(p.EnvironmentVariables, pkgs[0].EnvironmentVariables) {
+			t.Errorf("the %s package's environmentVariables differ from the %s package's: the binary is the same", p.RegistryType, pkgs[0].RegistryType)
+		}
+	}
+	envs := pkgs[0].EnvironmentVariables
 	byName := map[string]envInput{}
 	for _, e := range envs {
 		if _, dup := byName[e.Name]; dup {

@@ -3,9 +3,13 @@
 // the Dockerfile's two targets, plus the LLM double the end-to-end suite runs
 // inside a test cluster:
 //
-//	garra.tar            localhost/garra:TAG            /usr/local/bin/garra and /manager on an empty base, user 65532
+//	garra.tar            localhost/garra:TAG            /usr/local/bin/garra and /manager on an empty base, user 65532, entrypoint garra
 //	garra-sandbox.tar    localhost/garra-sandbox:TAG    `garra sandbox` on the Debian root file system of hack/sandbox-rootfs.sh
 //	garra-llmdouble.tar  localhost/garra-llmdouble:TAG  test/fakes/llmdouble/cmd/llmdouble -listen :8080 -admin
+//	garra-postgres.tar   localhost/garra-postgres:TAG   Debian's PostgreSQL (hack/postgres-rootfs.sh), a fresh server per pod
+//
+// The last two are for tests only and are written only when their inputs
+// are given.
 //
 // The binaries must be static linux builds (hack/images.sh makes them).
 // Every file gets the Unix epoch as its time, so the same inputs give the
@@ -39,7 +43,15 @@ const Registry = "localhost"
 // operator's pods pin the same).
 const nonRoot = 65532
 
-const defaultPath = "/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin"
+// defaultPath is the PATH of the Dockerfile's bases (distroless and Debian).
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// The MCP registry accepts an OCI package only when its image carries the
+// server's name (server.json's "name") in this label.
+const (
+	MCPServerNameLabel = "io.modelcontextprotocol.server.name"
+	MCPServerName      = "io.github.garraia/garra"
+)
 
 func main() {
 	var o options
@@ -49,6 +61,7 @@ func main() {
 	flag.StringVar(&o.Manager, "manager", "", "static linux manager binary")
 	flag.StringVar(&o.LLMDouble, "llmdouble", "", "static linux llmdouble binary (empty: no double image)")
 	flag.StringVar(&o.SandboxBase, "sandbox-base", "", "root file system tarball of the sandbox image (hack/sandbox-rootfs.sh)")
+	flag.StringVar(&o.PostgresBase, "postgres-base", "", "root file system tarball of the test PostgreSQL image (hack/postgres-rootfs.sh; empty: no such image)")
 	flag.StringVar(&o.CACerts, "ca-certs", "/etc/ssl/certs/ca-certificates.crt", "CA bundle for the garra image (the gateway calls LLM providers over TLS)")
 	flag.Parse()
 	written, err := build(o)
@@ -65,6 +78,7 @@ type options struct {
 	Out, Tag                  string
 	Garra, Manager, LLMDouble string
 	SandboxBase, CACerts      string
+	PostgresBase              string
 }
 
 // written is one tarball and the image name inside it.
@@ -139,12 +153,21 @@ func build(o options) ([]written, error) {
 			return nil, err
 		}
 	}
+
+	if o.PostgresBase != "" {
+		pg, err := postgresImage(o)
+		if err != nil {
+			return nil, fmt.Errorf("postgres image: %w", err)
+		}
+		if err := write("garra-postgres", pg); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
 }
 
 // garraImage is the Dockerfile's `garra` target: both binaries, CA
-// certificates, a passwd naming 65532, and no entrypoint (each Deployment
-// names its command; garra is on PATH).
+// certificates, a passwd naming 65532, and garraConfig.
 func garraImage(o options, users v1.Layer) (v1.Image, error) {
 	files := []file{
 		{Path: "usr/local/bin/garra", From: o.Garra, Mode: 0o755},
@@ -158,11 +181,23 @@ func garraImage(o options, users v1.Layer) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	return image([]v1.Layer{users, bin}, v1.Config{
-		User: fmt.Sprintf("%d:%d", nonRoot, nonRoot),
-		Env:  []string{"PATH=" + defaultPath},
-		Cmd:  []string{"garra", "version"},
-	})
+	return image([]v1.Layer{users, bin}, garraConfig())
+}
+
+// garraConfig is the config of the Dockerfile's `garra` stage, field for
+// field (a test parses the Dockerfile and compares). The entrypoint is garra,
+// so `docker run -i IMAGE mcp-server`, what server.json tells MCP hosts to
+// run, is the stdio server; the Deployments name their own command
+// (/manager, garra gateway), which replaces the entrypoint.
+func garraConfig() v1.Config {
+	return v1.Config{
+		User:       fmt.Sprintf("%d:%d", nonRoot, nonRoot),
+		Env:        []string{"PATH=" + defaultPath, "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt", "HOME=/home/nonroot"},
+		WorkingDir: "/home/nonroot",
+		Entrypoint: []string{"garra"},
+		Cmd:        []string{"mcp-server"},
+		Labels:     map[string]string{MCPServerNameLabel: MCPServerName},
+	}
 }
 
 // sandboxImage is the Dockerfile's `sandbox` target: the Debian root file
@@ -195,6 +230,44 @@ func llmDoubleImage(o options, users v1.Layer) (v1.Image, error) {
 		User:         fmt.Sprintf("%d:%d", nonRoot, nonRoot),
 		Entrypoint:   []string{"/llmdouble", "-listen", ":8080", "-admin"},
 		ExposedPorts: map[string]struct{}{"8080/tcp": {}},
+	})
+}
+
+// postgresStart is the PostgreSQL image's entrypoint. Every pod starts a
+// fresh server: initdb into $PGDATA (below an emptyDir, so initdb creates
+// the directory with the mode it insists on), the superuser POSTGRES_USER
+// with the password of POSTGRES_PASSWORD, SCRAM over TCP from anywhere,
+// the socket in /tmp (the root file system may be read-only).
+const postgresStart = `#!/bin/bash
+set -euo pipefail
+: "${PGDATA:?PGDATA is not set}" "${POSTGRES_USER:?POSTGRES_USER is not set}" "${POSTGRES_PASSWORD:?POSTGRES_PASSWORD is not set}"
+if [ ! -s "$PGDATA/PG_VERSION" ]; then
+	pw="$(mktemp)"
+	printf '%s' "$POSTGRES_PASSWORD" >"$pw"
+	initdb -D "$PGDATA" -U "$POSTGRES_USER" --pwfile="$pw" --auth-local=trust --auth-host=scram-sha-256 --no-instructions >/dev/null
+	rm -f "$pw"
+	echo "host all all 0.0.0.0/0 scram-sha-256" >>"$PGDATA/pg_hba.conf"
+fi
+exec postgres -D "$PGDATA" -c listen_addresses='*' -c unix_socket_directories=/tmp
+`
+
+// postgresImage is a throwaway PostgreSQL server for the end-to-end suite's
+// replicated gateway: Debian's packages as the base layer (its postgres
+// user is 65532) and postgresStart as the entrypoint.
+func postgresImage(o options) (v1.Image, error) {
+	base, err := tarball.LayerFromFile(o.PostgresBase)
+	if err != nil {
+		return nil, fmt.Errorf("base layer %s: %w", o.PostgresBase, err)
+	}
+	start, err := layer([]file{{Path: "usr/local/bin/postgres-start", Data: []byte(postgresStart), Mode: 0o755}})
+	if err != nil {
+		return nil, err
+	}
+	return image([]v1.Layer{base, start}, v1.Config{
+		User:         fmt.Sprintf("%d:%d", nonRoot, nonRoot),
+		Env:          []string{"PATH=/usr/lib/postgresql/bin:" + defaultPath, "PGDATA=/var/lib/postgresql/data/pgdata"},
+		Entrypoint:   []string{"postgres-start"},
+		ExposedPorts: map[string]struct{}{"5432/tcp": {}},
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -97,7 +98,7 @@ func TestBuildWritesTheThreeImages(t *testing.T) {
 
 	fs, ep, user := files(t, got[0].Path, got[0].Ref)
 	if fs["usr/local/bin/garra"] != "GARRA" || fs["manager"] != "MANAGER" || fs["etc/ssl/certs/ca-certificates.crt"] != "CERTS" ||
-		!strings.Contains(fs["etc/passwd"], ":65532:65532:") || len(ep) != 0 || user != "65532:65532" {
+		!strings.Contains(fs["etc/passwd"], ":65532:65532:") || !slices.Equal(ep, []string{"garra"}) || user != "65532:65532" {
 		t.Errorf("garra image: entrypoint %v user %q files %v", ep, user, keys(fs))
 	}
 
@@ -145,4 +146,60 @@ func keys(m map[string]string) []string {
 	}
 	slices.Sort(k)
 	return k
+}
+
+// The PostgreSQL image is written only when its base is given, runs as
+// 65532 with the start script as its entrypoint and the server binaries on
+// PATH, and the script is valid bash.
+func TestBuildWritesThePostgresImageOnlyWhenAsked(t *testing.T) {
+	dir := t.TempDir()
+	o := options{
+		Out:         filepath.Join(dir, "out"),
+		Tag:         "e2e",
+		Garra:       writeFile(t, filepath.Join(dir, "garra"), "GARRA"),
+		Manager:     writeFile(t, filepath.Join(dir, "manager"), "MANAGER"),
+		SandboxBase: baseTar(t, dir),
+	}
+	got, err := build(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range got {
+		if strings.Contains(w.Ref, "postgres") {
+			t.Fatalf("%s written without -postgres-base", w.Ref)
+		}
+	}
+
+	o.PostgresBase = baseTar(t, t.TempDir())
+	got, err = build(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := got[len(got)-1]
+	if last.Ref != "localhost/garra-postgres:e2e" {
+		t.Fatalf("last image %s, want localhost/garra-postgres:e2e", last.Ref)
+	}
+	fs, ep, user := files(t, last.Path, last.Ref)
+	if fs["bin/bash"] != "#!bash" || fs["usr/local/bin/postgres-start"] != postgresStart ||
+		!slices.Equal(ep, []string{"postgres-start"}) || user != "65532:65532" {
+		t.Errorf("postgres image: entrypoint %v user %q files %v", ep, user, keys(fs))
+	}
+	tag, _ := name.NewTag(last.Ref)
+	img, err := tarball.ImageFromPath(last.Path, &tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(cf.Config.Env, "PGDATA=/var/lib/postgresql/data/pgdata") ||
+		!strings.HasPrefix(cf.Config.Env[0], "PATH=/usr/lib/postgresql/bin:") {
+		t.Errorf("postgres image env %v", cf.Config.Env)
+	}
+
+	script := writeFile(t, filepath.Join(dir, "postgres-start"), postgresStart)
+	if out, err := exec.Command("bash", "-n", script).CombinedOutput(); err != nil {
+		t.Errorf("postgres-start is not valid bash: %v %s", err, out)
+	}
 }

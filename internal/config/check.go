@@ -102,6 +102,9 @@ func (c *Config) CheckWith(getenv func(string) string, readFile func(string) (st
 	if g.DrainSeconds < MinDrainSeconds || g.DrainSeconds > MaxDrainSeconds {
 		add("gateway.drain_seconds", "%d is outside [%d, %d]", g.DrainSeconds, MinDrainSeconds, MaxDrainSeconds)
 	}
+	if g.HandoverSeconds < 0 || g.HandoverSeconds > MaxHandoverSeconds {
+		add("gateway.handover_seconds", "%d is outside [0, %d]", g.HandoverSeconds, MaxHandoverSeconds)
+	}
 	switch c.Store.Driver {
 	case StoreSQLite:
 		if c.Store.DSNEnv != "" || c.Store.DSNFile != "" {
@@ -179,6 +182,14 @@ func (c *Config) CheckWith(getenv func(string) string, readFile func(string) (st
 				add(field+".sandbox.token_env", "required with sandbox.url (or token_file)")
 			case getenv(o.Sandbox.TokenEnv) == "":
 				failsClosed(field+".sandbox.token_env", "%s is not set: agent tools for this orchestrator are refused", o.Sandbox.TokenEnv)
+			}
+			if w := o.Sandbox.Wake; w != nil {
+				if w.Namespace == "" {
+					add(field+".sandbox.wake.namespace", "required: the namespace of the sandbox's Deployment")
+				}
+				if w.Deployment == "" {
+					add(field+".sandbox.wake.deployment", "required: the name of the sandbox's Deployment")
+				}
 			}
 		}
 	}

@@ -185,6 +185,12 @@ type Gateway struct {
 	// DrainSeconds is how long a stopping gateway lets the calls in
 	// flight finish before it cuts them; 0 means DefaultDrainSeconds.
 	DrainSeconds int `json:"drain_seconds,omitempty"`
+	// HandoverSeconds is how long a stopping gateway keeps serving new
+	// requests, each answered with Connection: close, before the drain
+	// starts refusing them: the time a load balancer (a Service's
+	// endpoints) needs to send new calls to the other replicas. 0 (the
+	// default) drains at once, as a single replica should.
+	HandoverSeconds int `json:"handover_seconds,omitempty"`
 	// Auth configures how orchestrators that do not hold a static token
 	// prove who they are.
 	Auth GatewayAuth `json:"auth,omitzero"`
@@ -197,6 +203,9 @@ const (
 	MinDrainSeconds     = 1
 	MaxDrainSeconds     = 900
 )
+
+// MaxHandoverSeconds bounds gateway.handover_seconds.
+const MaxHandoverSeconds = 60
 
 // RateLimit is the per-IP request limit of the gateway.
 type RateLimit struct {
@@ -245,6 +254,16 @@ type OrchestratorSandbox struct {
 	URL       string `json:"url"`
 	TokenEnv  string `json:"token_env,omitempty"`
 	TokenFile string `json:"token_file,omitempty"`
+	// Wake, when set, is the Kubernetes Deployment of a sandbox that is
+	// scaled to zero while idle: the gateway marks each call on it and
+	// scales it back to one when a call finds it asleep.
+	Wake *SandboxWake `json:"wake,omitempty"`
+}
+
+// SandboxWake names the Deployment of an idle-suspended sandbox.
+type SandboxWake struct {
+	Namespace  string `json:"namespace"`
+	Deployment string `json:"deployment"`
 }
 
 // Channels configures the chat channels.

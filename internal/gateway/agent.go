@@ -40,7 +40,7 @@ func (g *policy) runAgent(ctx context.Context, c Caller, req ask.Request, timeou
 		p = agent.UnavailableProvider{Err: err}
 	}
 	r.Provider = p
-	exec, closeExec, err := g.executorFor(c)
+	exec, closeExec, err := g.executorFor(ctx, c)
 	if err != nil {
 		g.log.Error("agent executor unavailable", "caller", c.Name, "error", err)
 		exec = failingExecutor{err}
@@ -60,15 +60,18 @@ func (g *policy) runAgent(ctx context.Context, c Caller, req ask.Request, timeou
 
 // executorFor picks where c's agent tools run: in its sandbox pod (plus
 // web_search served here when the gateway holds a Brave key), or in its
-// local workspace. It fails closed: no token for the sandbox is an
-// executor error; a local workspace that is not materialized gets the
+// local workspace. It fails closed: no token for the sandbox, or an idle
+// sandbox that does not wake within ctx, is an executor error; a local workspace that is not materialized gets the
 // refusing executor (see localExecutor).
-func (g *policy) executorFor(c Caller) (tools.Executor, func(), error) {
+func (g *policy) executorFor(ctx context.Context, c Caller) (tools.Executor, func(), error) {
 	noop := func() {}
 	if c.Sandbox != nil && c.Sandbox.URL != "" {
 		token, err := c.Sandbox.Token(g.getenv)
 		if err != nil {
 			return nil, noop, fmt.Errorf("sandbox token: %w", err)
+		}
+		if err := g.wakeSandbox(ctx, c, token); err != nil {
+			return nil, noop, err
 		}
 		remote := tools.NewRemote(tools.RemoteOptions{URL: c.Sandbox.URL, Token: token, TracerProvider: g.tracing})
 		if key := g.cfg.LLM.Brave.APIKey; key != "" {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/chat"
+	"github.com/garraia/garra/internal/sandboxz"
 )
 
 // The owner's chat API (the Web Console's routes):
@@ -53,10 +54,27 @@ var webChatID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // request finds its handler in the policy in force (404 without a key).
 var chatAPIRoutes = []string{"GET /api/sessions", "GET /api/sessions/{id}/messages", "POST /api/sessions/{id}/messages"}
 
+// sandboxzRoute serves the last sandbox verdicts to the owner.
+const sandboxzRoute = "GET " + sandboxz.Path
+
 // chatAPI builds this policy's chat API handlers (nil without a key).
 func (g *policy) chatAPI() map[string]http.Handler {
 	if g.cfg.Gateway.APIKey == "" {
 		g.log.Info("chat API not mounted: /api/sessions needs a credential", "fix", "set gateway.api_key or GARRAIA_GATEWAY_API_KEY")
+		return nil
+	}
+	return map[string]http.Handler{
+		chatAPIRoutes[0]: g.ownerOnly(http.HandlerFunc(g.apiListSessions)),
+		chatAPIRoutes[1]: g.ownerOnly(http.HandlerFunc(g.apiReadMessages)),
+		chatAPIRoutes[2]: g.ownerOnly(http.HandlerFunc(g.apiPostMessage)),
+	}
+}
+
+// ownerOnly is h behind the guards of the owner's HTTP routes: rate
+// limit, origin, Host, a bearer, and that bearer being the gateway key.
+// Nil without a key: the route answers 404.
+func (g *policy) ownerOnly(h http.Handler) http.Handler {
+	if g.cfg.Gateway.APIKey == "" {
 		return nil
 	}
 	cs := g.callers
@@ -64,19 +82,11 @@ func (g *policy) chatAPI() map[string]http.Handler {
 		cs = callersFrom(g.cfg, g.getenv, slog.New(slog.DiscardHandler), callerDeps{})
 	}
 	refused := g.metrics.refused
-	wrap := func(h http.HandlerFunc) http.Handler {
-		var x http.Handler = h
-		x = requireOwner(refused, x)
-		x = requireBearer(cs, nil, refused, g.log, x)
-		x = hostGuard(g.cfg.Gateway.AllowedHosts, refused, x)
-		x = originGuard(refused, x)
-		return g.limiter.middleware(refused, x)
-	}
-	return map[string]http.Handler{
-		chatAPIRoutes[0]: wrap(g.apiListSessions),
-		chatAPIRoutes[1]: wrap(g.apiReadMessages),
-		chatAPIRoutes[2]: wrap(g.apiPostMessage),
-	}
+	x := requireOwner(refused, h)
+	x = requireBearer(cs, nil, refused, g.log, x)
+	x = hostGuard(g.cfg.Gateway.AllowedHosts, refused, x)
+	x = originGuard(refused, x)
+	return g.limiter.middleware(refused, x)
 }
 
 // requireOwner refuses every caller but the gateway key's holder.
@@ -84,7 +94,7 @@ func requireOwner(onRefuse func(kind string), next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if c, ok := callerFrom(r.Context()); !ok || !c.Owner {
 			onRefuse("not_owner")
-			writeJSONError(w, http.StatusForbidden, "forbidden", "the chat API is the owner's: use the gateway key")
+			writeJSONError(w, http.StatusForbidden, "forbidden", "this route is the owner's: use the gateway key")
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -14,8 +14,8 @@ import (
 // running at its deadline, for them to write their error and return.
 const cutGrace = 5 * time.Second
 
-// Run serves on gateway.listen until ctx ends, then drains (see Drain) and
-// exits. With a config file it reloads on change meanwhile. ready, when
+// Run serves on gateway.listen until ctx ends, then hands over (see
+// HandOver), drains (see Drain) and exits. With a config file it reloads on change meanwhile. ready, when
 // not nil, receives the bound address once listening.
 func (g *Gateway) Run(ctx context.Context, ready func(addr net.Addr)) error {
 	listen := g.cur.Load().cfg.Gateway.Listen
@@ -30,6 +30,9 @@ func (g *Gateway) Run(ctx context.Context, ready func(addr net.Addr)) error {
 		defer stopWatch()
 		go g.watch(wctx)
 	}
+	vctx, stopVerify := context.WithCancel(ctx)
+	defer stopVerify()
+	go g.verifyLoop(vctx)
 	if ready != nil {
 		ready(ln.Addr())
 	}
@@ -40,6 +43,7 @@ func (g *Gateway) Run(ctx context.Context, ready func(addr net.Addr)) error {
 		return err
 	case <-ctx.Done():
 	}
+	g.HandOver(handoverDelay(g.cur.Load().cfg.Gateway.HandoverSeconds))
 	g.Drain(drainDeadline(g.cur.Load().cfg.Gateway.DrainSeconds))
 	shutdown, cancel := context.WithTimeout(context.Background(), cutGrace)
 	defer cancel()
@@ -58,6 +62,28 @@ func drainDeadline(secs int) time.Duration {
 		secs = config.DefaultDrainSeconds
 	}
 	return time.Duration(min(max(secs, config.MinDrainSeconds), config.MaxDrainSeconds)) * time.Second
+}
+
+// handoverDelay is gateway.handover_seconds within its bounds.
+func handoverDelay(secs int) time.Duration {
+	return time.Duration(min(max(secs, 0), config.MaxHandoverSeconds)) * time.Second
+}
+
+// HandOver is the first step of stopping a replica among others: for d it
+// goes on serving new requests, but readiness turns false and every
+// response closes its connection, so that by the time the drain refuses
+// new requests the load balancer has moved the callers (their next
+// connection) to the replicas that stay. A deleted pod leaves its
+// Service's endpoints at once, yet each node's proxy learns it a moment
+// later; refusing during that moment would fail calls a replica could
+// have served. d of 0 returns at once.
+func (g *Gateway) HandOver(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	g.handingOver.Store(true)
+	g.log.Info("handing over: serving new requests for a while, each on its own connection, before draining", "for", d)
+	time.Sleep(d)
 }
 
 // Drain stops taking requests (readiness goes false, /mcp and the chat

@@ -58,6 +58,9 @@ type Options struct {
 	// limits; nil = in this process's memory. A shared factory makes them
 	// hold across replicas.
 	Budgets BudgetFactory
+	// Waker wakes idle-suspended sandboxes; nil means the Deployments API
+	// of the cluster the gateway runs in (built on first use).
+	Waker Waker
 	// Reviewer sends the TokenReviews of serviceAccount orchestrators;
 	// nil = a client of the in-cluster API server (or of
 	// gateway.auth.kubeconfig), built when a config first needs one.
@@ -107,6 +110,13 @@ type Gateway struct {
 	flight   sync.WaitGroup
 	hardStop chan struct{} // closed at the drain deadline
 	stopOnce sync.Once
+	// handingOver is set on SIGTERM for gateway.handover_seconds before
+	// the drain: requests are still served, each closing its connection.
+	handingOver atomic.Bool
+	// verify holds the last handshake with each sandbox (GET /sandboxz).
+	verify *verifier
+	// wakes wakes idle-suspended sandboxes.
+	wakes *wakes
 }
 
 // policy is one configuration's immutable view: the config, the callers
@@ -130,6 +140,7 @@ type policy struct {
 	// resourceMetadata serves RFC 9728 metadata; nil when /mcp is not mounted.
 	resourceMetadata http.Handler
 	api              map[string]http.Handler // chat API routes; nil without a key
+	sandboxz         http.Handler            // GET /sandboxz; nil without a key
 }
 
 // warnOnly passes records of level warn and above.
@@ -178,7 +189,7 @@ func New(o Options) (*Gateway, error) {
 		limiter.newBudget, limiter.shared = o.Budgets, true
 	}
 	g := &Gateway{
-		getenv: o.Getenv, log: o.Logger, version: o.Version,
+		getenv: o.Getenv, log: o.Logger, version: o.Version, verify: newVerifier(),
 		store: o.Store, sender: o.Sender, newProvider: o.NewProvider,
 		sendBudget:  o.Budgets("send", SendBudgetPerMinute, time.Minute),
 		askBudget:   o.Budgets("ask", m.AskBudgetPerMinute, time.Minute),
@@ -192,6 +203,7 @@ func New(o Options) (*Gateway, error) {
 		resync:      o.ReloadResync,
 		hardStop:    make(chan struct{}),
 		reviewers:   &reviewers{given: o.Reviewer},
+		wakes:       &wakes{given: o.Waker},
 		tracing:     o.TracerProvider,
 	}
 	// The SDK logs every stateless POST at info (connect, disconnect):
@@ -263,6 +275,7 @@ func (g *Gateway) newPolicy(cfg *config.Config, hash, fp string) (*policy, error
 			host, m.AllowSend, len(cfg.Channels.Telegram.ProactiveChatIDs)))
 	}
 	p.api = p.chatAPI()
+	p.sandboxz = p.ownerOnly(http.HandlerFunc(p.apiSandboxes))
 	return p, nil
 }
 
@@ -284,6 +297,7 @@ func (g *Gateway) Handler() http.Handler {
 	meta := g.inFlight(func(p *policy) http.Handler { return p.resourceMetadata })
 	mux.Handle("/.well-known/oauth-protected-resource", meta)
 	mux.Handle("/.well-known/oauth-protected-resource/mcp", meta)
+	mux.Handle(sandboxzRoute, g.inFlight(func(p *policy) http.Handler { return p.sandboxz }))
 	for _, route := range chatAPIRoutes {
 		mux.Handle(route, g.inFlight(func(p *policy) http.Handler { return p.api[route] }))
 	}
@@ -311,6 +325,11 @@ func (g *Gateway) inFlight(pick func(*policy) http.Handler) http.Handler {
 		g.flight.Add(1)
 		g.flightMu.Unlock()
 		defer g.flight.Done()
+		if g.handingOver.Load() {
+			// The client's next call opens a new connection, which the
+			// load balancer sends to a replica that is staying.
+			w.Header().Set("Connection", "close")
+		}
 		h.ServeHTTP(w, r)
 	})
 }

@@ -20,6 +20,7 @@ type metrics struct {
 	config   *prometheus.GaugeVec
 	authns   *prometheus.CounterVec
 	reviews  *prometheus.CounterVec
+	wakes    prometheus.Histogram
 }
 
 func newMetrics(budgets map[string]Counter) *metrics {
@@ -47,8 +48,12 @@ func newMetrics(budgets map[string]Counter) *metrics {
 		reviews: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "garra_tokenreviews_total", Help: "TokenReviews sent to the API server (cached verdicts are not counted), by result (ok or a refusal kind).",
 		}, []string{"result"}),
+		wakes: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "garra_sandbox_wake_seconds", Help: "How long a call waited for an idle-suspended sandbox to wake and answer.",
+			Buckets: []float64{.25, .5, 1, 2, 4, 8, 15, 30, 60},
+		}),
 	}
-	m.registry.MustRegister(m.calls, m.refusals, m.latency, m.reloads, m.config, m.authns, m.reviews,
+	m.registry.MustRegister(m.calls, m.refusals, m.latency, m.reloads, m.config, m.authns, m.reviews, m.wakes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for name, b := range budgets {
 		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -80,6 +85,8 @@ func (m *metrics) refused(kind string) { m.refusals.WithLabelValues(kind).Inc() 
 func (m *metrics) admitted(c Caller) { m.authns.WithLabelValues(c.Name, c.Auth).Inc() }
 
 func (m *metrics) reviewed(result string) { m.reviews.WithLabelValues(result).Inc() }
+
+func (m *metrics) woke(d time.Duration) { m.wakes.Observe(d.Seconds()) }
 
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})

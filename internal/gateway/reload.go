@@ -166,6 +166,7 @@ func (g *Gateway) reloadLocked() (string, []string) {
 	g.agentBudget.SetLimit(m.AgentBudgetPerMinute)
 	g.limiter.SetLimit(max(1, cfg.Gateway.RateLimit.RequestsPerMinute))
 	g.cur.Store(p)
+	g.verify.again()
 	g.metrics.loaded(hash)
 	g.log.Info("config reloaded", "hash", hash, "orchestrators", len(m.Orchestrators))
 	// Applied around them, failing closed: one orchestrator's missing token
@@ -264,9 +265,12 @@ func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 	g.flightMu.Lock()
 	draining := g.draining
 	g.flightMu.Unlock()
-	if draining {
+	switch {
+	case draining:
 		status, text = http.StatusServiceUnavailable, "draining"
-	} else {
+	case g.handingOver.Load():
+		status, text = http.StatusServiceUnavailable, "handing over"
+	default:
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		if _, err := g.store.Conversations(ctx, ""); err != nil {

@@ -459,6 +459,76 @@ func TestDrainDeadlineCutsARunWithItsKind(t *testing.T) {
 	t.Logf("drain: run cut and answered %v after SIGTERM (drain_seconds 1)", elapsed.Round(time.Millisecond))
 }
 
+// With handover_seconds, a stopping gateway goes unready at once but
+// keeps answering new requests, each closing its connection so the
+// caller's next one goes to another replica, for that long; then it
+// drains as without.
+func TestHandOverServesNewRequestsOnFreshConnectionsThenDrains(t *testing.T) {
+	l := newLive(t, nil)
+	l.writeToken("alpha", "alpha-token-1234567\n")
+	l.writeConfig("gateway:\n  listen: 127.0.0.1:0\n  drain_seconds: 1\n  handover_seconds: 1\n  api_key: " + ownerKey +
+		"\n  mcp_http:\n    enabled: true\n" + l.orchestratorsYAML("[status]", "alpha") + "llm: {provider: ollama, model: llama3.2}\n")
+	stop, wait := l.run()
+	// A kept-alive connection before: no Connection: close.
+	hc := &http.Client{Timeout: 5 * time.Second}
+	do := func() (*http.Response, string, error) {
+		req, _ := http.NewRequest(http.MethodPost, l.url+"/mcp", strings.NewReader(toolsList))
+		req.Header.Set("Authorization", "Bearer "+ownerKey)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := hc.Do(req)
+		if err != nil {
+			return nil, "", err
+		}
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		return resp, string(b), nil
+	}
+	if resp, _, err := do(); err != nil || resp.StatusCode != 200 || resp.Close {
+		t.Fatalf("before stop: %v %v", resp, err)
+	}
+	start := time.Now()
+	stop()
+	for {
+		if resp, _ := readyz(t, l.url, false); resp.StatusCode == http.StatusServiceUnavailable {
+			break
+		}
+		if time.Since(start) > time.Second {
+			t.Fatal("readyz never went unready")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Served, each on its own connection, until the drain refuses (503
+	// draining, or the listener is closed once nothing is in flight).
+	served := 0
+	var refusedAt time.Duration
+	for {
+		resp, body, err := do()
+		if err != nil || resp.StatusCode != 200 {
+			refusedAt = time.Since(start)
+			if err == nil && (resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, `"draining"`)) {
+				t.Fatalf("after the handover: %d %s", resp.StatusCode, body)
+			}
+			break
+		}
+		if !resp.Close {
+			t.Fatalf("%v into the handover: a response kept its connection", time.Since(start).Round(time.Millisecond))
+		}
+		served++
+		if time.Since(start) > 3*time.Second {
+			t.Fatal("still serving 3s after stop, handover_seconds is 1")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if refusedAt < 950*time.Millisecond || served < 10 {
+		t.Fatalf("refused %v after stop having served %d: the handover is 1s", refusedAt, served)
+	}
+	if err := wait(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	t.Logf("handover: %d requests served on fresh connections, refused from %v after stop", served, refusedAt.Round(time.Millisecond))
+}
+
 // drainRun starts a garra_agent run, sends SIGTERM (stop) once the model
 // has it, checks the draining answers, and returns the run's envelope and
 // how long after stop it arrived.

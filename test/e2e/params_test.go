@@ -20,10 +20,11 @@ import (
 type params struct {
 	// Kubeconfig is KUBECONFIG (required).
 	Kubeconfig string
-	// GarraImage, SandboxImage and DoubleImage are the images to run
-	// (E2E_GARRA_IMAGE, E2E_SANDBOX_IMAGE, E2E_LLMDOUBLE_IMAGE; defaults
+	// GarraImage, SandboxImage, DoubleImage and PostgresImage are the
+	// images to run (E2E_GARRA_IMAGE, E2E_SANDBOX_IMAGE,
+	// E2E_LLMDOUBLE_IMAGE, E2E_POSTGRES_IMAGE; defaults
 	// localhost/<name>:E2E_IMAGE_TAG, tag default e2e).
-	GarraImage, SandboxImage, DoubleImage string
+	GarraImage, SandboxImage, DoubleImage, PostgresImage string
 	// ImagesDir holds the image tarballs of hack/images.sh (E2E_IMAGES_DIR);
 	// Loader, when set, is run once per tarball with {} replaced by its path
 	// (E2E_LOADER, e.g. `kind load image-archive {}`). No loader means the
@@ -63,6 +64,7 @@ func loadParams() (params, error) {
 		GarraImage:        env("E2E_GARRA_IMAGE", "localhost/garra:"+tag),
 		SandboxImage:      env("E2E_SANDBOX_IMAGE", "localhost/garra-sandbox:"+tag),
 		DoubleImage:       env("E2E_LLMDOUBLE_IMAGE", "localhost/garra-llmdouble:"+tag),
+		PostgresImage:     env("E2E_POSTGRES_IMAGE", "localhost/garra-postgres:"+tag),
 		ImagesDir:         os.Getenv("E2E_IMAGES_DIR"),
 		Loader:            os.Getenv("E2E_LOADER"),
 		StorageClass:      os.Getenv("E2E_STORAGE_CLASS"),

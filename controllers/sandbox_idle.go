@@ -1,0 +1,151 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
+)
+
+// Idle sandboxes. With sandbox.idleTimeout the operator leaves the
+// Deployment's replicas to whoever scaled it last (its apply does not set
+// them): it scales the sandbox to zero once the gateway has not started a
+// call in it for that long, and the gateway scales it back to one on the
+// next call (a Role on exactly those Deployments). The gateway marks each
+// call on the Deployment (AnnotationLastCall), so every gateway replica's
+// calls count and the clock survives restarts of either side.
+
+// AnnotationLastCall on an idle-enabled sandbox Deployment is when the
+// gateway last started a call in it (RFC 3339). The gateway writes it.
+const AnnotationLastCall = "garra.garraia.io/last-call"
+
+// EventSandboxSuspended: an idle sandbox was scaled to zero.
+const EventSandboxSuspended = "SandboxSuspended"
+
+// idleTimeout is o's sandbox.idleTimeout; 0 means always running.
+func idleTimeout(o garrav1alpha1.OrchestratorSpec) time.Duration {
+	if o.Sandbox.IdleTimeout == nil {
+		return 0
+	}
+	return o.Sandbox.IdleTimeout.Duration
+}
+
+// idleSandboxes are the names of the Deployments the gateway may wake.
+func idleSandboxes(gs *garrav1alpha1.GarraServer) []string {
+	var out []string
+	for _, o := range gs.Spec.Orchestrators {
+		if idleTimeout(o) > 0 {
+			out = append(out, sandboxName(gs, o.Name))
+		}
+	}
+	return out
+}
+
+// lastActivity is when the sandbox was last used: the gateway's mark, or
+// when the Deployment was created if the gateway has not marked it (an
+// unparsable mark counts as none).
+func lastActivity(d *appsv1.Deployment) time.Time {
+	if t, err := time.Parse(time.RFC3339Nano, d.Annotations[AnnotationLastCall]); err == nil {
+		return t
+	}
+	return d.CreationTimestamp.Time
+}
+
+// suspendDue says whether a running sandbox last used at last is to be
+// suspended now, and otherwise how long until it is. Pure, for the table
+// test.
+func suspendDue(last time.Time, idle time.Duration, now time.Time) (bool, time.Duration) {
+	left := last.Add(idle).Sub(now)
+	if left <= 0 {
+		return true, 0
+	}
+	return false, left
+}
+
+// suspended reports whether d is scaled to zero.
+func suspended(d *appsv1.Deployment) bool {
+	return d != nil && d.Spec.Replicas != nil && *d.Spec.Replicas == 0
+}
+
+// wakeRoleName is the Role that lets the gateway wake its idle sandboxes.
+func wakeRoleName(gs *garrav1alpha1.GarraServer) string { return gs.Name + "-gateway-wake" }
+
+// wakeRole lets the gateway read and patch exactly the idle-enabled
+// sandbox Deployments (to mark a call and scale to one).
+func wakeRole(gs *garrav1alpha1.GarraServer, names []string) *rbacv1ac.RoleApplyConfiguration {
+	return rbacv1ac.Role(wakeRoleName(gs), gs.Namespace).
+		WithLabels(labels(gs, ComponentGateway, "")).
+		WithOwnerReferences(ownerRefs(gs)...).
+		WithRules(rbacv1ac.PolicyRule().WithAPIGroups("apps").WithResources("deployments").
+			WithResourceNames(names...).WithVerbs("get", "patch"))
+}
+
+func wakeRoleBinding(gs *garrav1alpha1.GarraServer) *rbacv1ac.RoleBindingApplyConfiguration {
+	return rbacv1ac.RoleBinding(wakeRoleName(gs), gs.Namespace).
+		WithLabels(labels(gs, ComponentGateway, "")).
+		WithOwnerReferences(ownerRefs(gs)...).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(wakeRoleName(gs))).
+		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(gatewayName(gs)).WithNamespace(gs.Namespace))
+}
+
+// applyWakeRole keeps the wake Role in step with the idle-enabled
+// sandboxes, and removes it (and its binding) when there are none.
+func (r *GarraServerReconciler) applyWakeRole(ctx context.Context, gs *garrav1alpha1.GarraServer) error {
+	names := idleSandboxes(gs)
+	if len(names) == 0 {
+		for _, o := range []client.Object{&rbacv1.RoleBinding{}, &rbacv1.Role{}} {
+			o.SetNamespace(gs.Namespace)
+			o.SetName(wakeRoleName(gs))
+			if err := r.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("delete %T %s: %w", o, wakeRoleName(gs), err)
+			}
+		}
+		return nil
+	}
+	if _, err := applyIfChanged(ctx, r.Client, wakeRole(gs, names), &rbacv1.Role{}, rbacv1ac.ExtractRole); err != nil {
+		return err
+	}
+	_, err := applyIfChanged(ctx, r.Client, wakeRoleBinding(gs), &rbacv1.RoleBinding{}, rbacv1ac.ExtractRoleBinding)
+	return err
+}
+
+// suspendIdle scales to zero every idle-enabled sandbox whose last call is
+// older than its idleTimeout, and asks for a pass when the next one is due.
+func (r *GarraServerReconciler) suspendIdle(ctx context.Context, s *reconcileState) error {
+	gs := s.gs
+	now := r.now()
+	for _, o := range gs.Spec.Orchestrators {
+		idle := idleTimeout(o)
+		if idle == 0 {
+			continue
+		}
+		d, err := r.deployment(ctx, gs.Namespace, sandboxName(gs, o.Name))
+		if err != nil || d == nil || suspended(d) {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		due, left := suspendDue(lastActivity(d), idle, now)
+		if !due {
+			s.requeueAt(left)
+			continue
+		}
+		// A merge patch of replicas alone, not part of the apply: the
+		// gateway sets them back to one on the next call.
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":0}}`))
+		if err := r.Patch(ctx, d, patch, client.FieldOwner(FieldOwner)); err != nil {
+			return fmt.Errorf("suspend sandbox %s: %w", d.Name, err)
+		}
+		r.event(gs, false, EventSandboxSuspended, "Scale", "sandbox %s scaled to zero after %s without a call; the next call of %s wakes it", d.Name, idle, o.Name)
+	}
+	return nil
+}

@@ -1,0 +1,87 @@
+package controllers
+
+import (
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestSuspendDue(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		last time.Time
+		idle time.Duration
+		due  bool
+		left time.Duration
+	}{
+		{"just used", now, time.Minute, false, time.Minute},
+		{"half way", now.Add(-30 * time.Second), time.Minute, false, 30 * time.Second},
+		{"exactly idle", now.Add(-time.Minute), time.Minute, true, 0},
+		{"long idle", now.Add(-time.Hour), time.Minute, true, 0},
+		{"a mark from the future (clock skew) waits", now.Add(time.Minute), time.Minute, false, 2 * time.Minute},
+	} {
+		due, left := suspendDue(tc.last, tc.idle, now)
+		if due != tc.due || left != tc.left {
+			t.Errorf("%s: due %v left %v, want %v %v", tc.name, due, left, tc.due, tc.left)
+		}
+	}
+}
+
+func TestLastActivity(t *testing.T) {
+	created := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	mark := time.Date(2026, 12, 4, 11, 59, 0, 0, time.UTC)
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(created)}}
+	if got := lastActivity(d); !got.Equal(created) {
+		t.Errorf("no mark: %v, want the creation time", got)
+	}
+	d.Annotations = map[string]string{AnnotationLastCall: mark.Format(time.RFC3339Nano)}
+	if got := lastActivity(d); !got.Equal(mark) {
+		t.Errorf("mark: %v, want %v", got, mark)
+	}
+	d.Annotations[AnnotationLastCall] = "yesterday"
+	if got := lastActivity(d); !got.Equal(created) {
+		t.Errorf("unparsable mark: %v, want the creation time", got)
+	}
+}
+
+// With idleTimeout the apply leaves replicas alone, the config names the
+// Deployment to wake, the gateway mounts its API credential, and the wake
+// Role covers exactly the idle sandboxes.
+func TestIdleSandboxRendering(t *testing.T) {
+	gs := testServer()
+	gs.Spec.Orchestrators[0].Sandbox.IdleTimeout = &metav1.Duration{Duration: 15 * time.Minute}
+	idleName := sandboxName(gs, gs.Spec.Orchestrators[0].Name)
+
+	dep := sandboxDeployment(gs, gs.Spec.Orchestrators[0], sandboxImages{Sandbox: "sbx:1"})
+	if dep.Spec.Replicas != nil {
+		t.Errorf("idle sandbox apply sets replicas %d", *dep.Spec.Replicas)
+	}
+	dep = sandboxDeployment(gs, gs.Spec.Orchestrators[1], sandboxImages{Sandbox: "sbx:1"})
+	if dep.Spec.Replicas == nil || *dep.Spec.Replicas != 1 {
+		t.Errorf("always-on sandbox replicas %v, want 1", dep.Spec.Replicas)
+	}
+
+	c := RenderConfig(gs)
+	if w := c.Gateway.MCPHTTP.Orchestrators[0].Sandbox.Wake; w == nil || w.Deployment != idleName || w.Namespace != gs.Namespace {
+		t.Errorf("wake = %+v", w)
+	}
+	if w := c.Gateway.MCPHTTP.Orchestrators[1].Sandbox.Wake; w != nil {
+		t.Errorf("always-on sandbox has wake %+v", w)
+	}
+
+	gw := typed[appsv1.Deployment](t, gatewayDeployment(gs, "garra:test", ""))
+	if a := gw.Spec.Template.Spec.AutomountServiceAccountToken; a == nil || !*a {
+		t.Error("the gateway cannot wake a sandbox without its API credential")
+	}
+
+	role := wakeRole(gs, idleSandboxes(gs))
+	if len(role.Rules) != 1 || len(role.Rules[0].ResourceNames) != 1 || role.Rules[0].ResourceNames[0] != idleName {
+		t.Errorf("wake role rules %+v", role.Rules)
+	}
+	if got := role.Rules[0].Verbs; len(got) != 2 || got[0] != "get" || got[1] != "patch" {
+		t.Errorf("wake role verbs %v", got)
+	}
+}

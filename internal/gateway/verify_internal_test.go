@@ -1,0 +1,35 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/garraia/garra/internal/sandboxz"
+	"github.com/garraia/garra/internal/tools"
+)
+
+func TestVerdictOf(t *testing.T) {
+	at := time.Unix(1700000000, 0)
+	for _, tc := range []struct {
+		name     string
+		n        int
+		err      error
+		verified bool
+		reason   string
+	}{
+		{"tools listed", 5, nil, true, ""},
+		{"no tools", 0, nil, false, sandboxz.NoTools},
+		{"token refused", 0, fmt.Errorf("list tools: %w", tools.ErrRemoteUnauthorized), false, sandboxz.TokenRefused},
+		{"timeout", 0, fmt.Errorf("list tools: %w", context.DeadlineExceeded), false, sandboxz.Unreachable},
+		{"refused connection", 0, errors.New("dial tcp 10.0.0.1:8080: connection refused"), false, sandboxz.Unreachable},
+		{"no token", 0, errors.Join(errNoSandboxToken, errors.New("SBX unset")), false, sandboxz.NoToken},
+	} {
+		v := verdictOf(tc.n, tc.err, at)
+		if v.Verified != tc.verified || v.Reason != tc.reason || v.Message == "" || !v.CheckedAt.Equal(at) {
+			t.Errorf("%s: %+v", tc.name, v)
+		}
+	}
+}

@@ -1,0 +1,145 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/gateway"
+	"github.com/garraia/garra/test/fakes/llmdouble"
+)
+
+// sleepySandbox is a real sandbox behind a switch: asleep, every request
+// fails as a pod that is not there would (502 from the proxy); awake, it
+// is served.
+type sleepySandbox struct {
+	url   string
+	awake atomic.Bool
+}
+
+func startSleepySandbox(t *testing.T) *sleepySandbox {
+	t.Helper()
+	real, _, _ := startSandbox(t)
+	u, _ := url.Parse(real)
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host})
+	s := &sleepySandbox{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.awake.Load() {
+			http.Error(w, "no endpoint", http.StatusBadGateway)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	s.url = srv.URL + "/mcp"
+	return s
+}
+
+// fakeWaker stands in for the Deployments API: a wake of a sleeping
+// sandbox starts it after delay; err fails every wake.
+type fakeWaker struct {
+	sbx   *sleepySandbox
+	delay time.Duration
+	err   error
+	mu    sync.Mutex
+	calls []config.SandboxWake
+}
+
+func (f *fakeWaker) Wake(_ context.Context, w config.SandboxWake, _ time.Time) (bool, error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, w)
+	f.mu.Unlock()
+	if f.err != nil {
+		return false, f.err
+	}
+	if f.sbx.awake.Load() {
+		return true, nil
+	}
+	time.AfterFunc(f.delay, func() { f.sbx.awake.Store(true) })
+	return false, nil
+}
+
+func (f *fakeWaker) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.calls)
+}
+
+func wakeYAML(sbxURL, baseURL string) string {
+	return enabled + "    allow_agent: true\n" + `
+    orchestrators:
+      - name: alpha
+        key_env: ALPHA_KEY
+        tools: [agent]
+        sandbox: {url: "` + sbxURL + `", token_env: SBX_TOKEN, wake: {namespace: agents, deployment: team-a-sandbox-alpha}}
+` + "llm: {provider: openrouter, base_url: " + baseURL + "}\n"
+}
+
+// A call that finds its sandbox suspended wakes it and waits for it to
+// answer, then runs; the next call right after does not ask again.
+func TestAgentCallWakesASuspendedSandbox(t *testing.T) {
+	sbx := startSleepySandbox(t)
+	waker := &fakeWaker{sbx: sbx, delay: 400 * time.Millisecond}
+	double := llmdouble.New(t,
+		llmdouble.Step{ToolCalls: []llmdouble.Call{{Name: "bash", Args: `{"command":"echo awake-$((6*7))"}`}}},
+		llmdouble.Step{Text: "ran after waking"},
+		llmdouble.Step{Text: "second"})
+	h := start(t, wakeYAML(sbx.url, double.OpenAIBaseURL()),
+		map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "k", "SBX_TOKEN": sandboxToken},
+		func(o *gateway.Options) { o.Waker = waker })
+	cs := client(t, h.url, "alpha-token-1234567")
+
+	start := time.Now()
+	env, _ := call(t, cs, "garra_agent", map[string]any{"message": "run it"})
+	took := time.Since(start)
+	if env["ok"] != true || env["answer"] != "ran after waking" {
+		t.Fatalf("the woken run: %v", env)
+	}
+	calls := env["tool_calls"].([]any)
+	if len(calls) != 1 || calls[0].(map[string]any)["success"] != true {
+		t.Fatalf("bash in the woken sandbox: %v", env)
+	}
+	if took < 400*time.Millisecond {
+		t.Fatalf("answered %v after the call, before the sandbox woke", took)
+	}
+	if n := waker.count(); n != 1 || waker.calls[0] != (config.SandboxWake{Namespace: "agents", Deployment: "team-a-sandbox-alpha"}) {
+		t.Fatalf("wakes %v", waker.calls)
+	}
+	t.Logf("call answered %v after it started, the sandbox waking after 400ms", took.Round(time.Millisecond))
+
+	env, _ = call(t, cs, "garra_agent", map[string]any{"message": "again"})
+	if env["ok"] != true || waker.count() != 1 {
+		t.Fatalf("second call: %v, %d wakes (the mark is throttled)", env, waker.count())
+	}
+}
+
+// A sandbox that cannot be woken fails the run before the model is asked.
+func TestAgentCallFailsWhenTheSandboxCannotWake(t *testing.T) {
+	sbx := startSleepySandbox(t)
+	waker := &fakeWaker{sbx: sbx, err: errors.New("deployments.apps \"team-a-sandbox-alpha\" is forbidden")}
+	double := llmdouble.New(t, llmdouble.Step{Text: "unreached"})
+	h := start(t, wakeYAML(sbx.url, double.OpenAIBaseURL()),
+		map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "k", "SBX_TOKEN": sandboxToken},
+		func(o *gateway.Options) { o.Waker = waker })
+	cs := client(t, h.url, "alpha-token-1234567")
+	env, _ := call(t, cs, "garra_agent", map[string]any{"message": "run it"})
+	if env["ok"] != false {
+		t.Fatalf("a run without its sandbox: %v", env)
+	}
+	if n := len(double.Requests()); n != 0 {
+		t.Fatalf("the model was asked %d times", n)
+	}
+	// Not throttled away: the next call tries again.
+	_, _ = call(t, cs, "garra_agent", map[string]any{"message": "again"})
+	if waker.count() != 2 {
+		t.Fatalf("wakes %d, want a retry per call after a failure", waker.count())
+	}
+}
