@@ -5,7 +5,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 GOLANGCI  := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
-.PHONY: all build run test unit vet fmt-check conformance conformance-gateway bench bench-go bench-e2e lint tidy-check clean e2e images npm
+.PHONY: all build run test unit vet fmt-check conformance conformance-gateway bench bench-go bench-startup bench-e2e lint tidy-check clean e2e images npm
 
 all: build
 
@@ -54,6 +54,9 @@ bench: bench-go ## Benchmarks (printed, not asserted); the cluster ones too when
 
 bench-go: ## Go benchmarks of the packages (no cluster)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+bench-startup: ## garra mcp-server vs a bare go-sdk server: initialize latency, idle RSS, package init, side by side
+	$(GO) test -run '^$$' -bench StdioStartupVsBare -benchtime 20x ./cmd/garra
 
 bench-e2e: ## On a real cluster: apply → Ready for 1 and 10 orchestrators, idle pod memory (hack/e2e.sh bench)
 	hack/e2e.sh bench

@@ -37,6 +37,13 @@ type GarraServerReconciler struct {
 	Probe GatewayProbe
 	// ProbeURL is where Probe asks; nil means GatewayReadyzURL.
 	ProbeURL func(*garrav1alpha1.GarraServer) string
+	// ServiceMonitors: apply a ServiceMonitor per gateway (the manager
+	// found the Prometheus Operator's CRD at start).
+	ServiceMonitors bool
+	// WatchNamespaces are the namespaces a namespace-scoped manager
+	// watches; empty means all. Such a manager is meant to hold Roles
+	// only, so it touches no cluster-scoped object whatever RBAC it has.
+	WatchNamespaces []string
 	// SandboxProbe asks the gateway how its handshake with each sandbox
 	// went (the Verified condition); nil means it is not asked.
 	SandboxProbe SandboxProbe
@@ -78,6 +85,9 @@ type reconcileState struct {
 	// failed names the step that failed and why; the status says so and
 	// the reconcile is retried.
 	failed string
+	// tokenReview is the TokenReviewAccess message of a namespace-scoped
+	// operator that cannot bind the gateway for TokenReviews; "" otherwise.
+	tokenReview string
 }
 
 // +kubebuilder:rbac:groups=garra.garraia.io,resources=garraservers,verbs=get;list;watch;patch
@@ -106,7 +116,8 @@ type reconcileState struct {
 //     template's hash, the tokens NAME-gateway-tokens; a missing one is
 //     reported, not fatal);
 //  5. apply the gateway's objects (the tokens Secret first, then remove a
-//     handled rotate-token annotation), then each orchestrator's;
+//     handled rotate-token annotation; its ServiceMonitor when the
+//     Prometheus Operator is installed), then each orchestrator's;
 //  6. scale to zero the idle-enabled sandboxes without a recent call,
 //     then delete the objects of orchestrators no longer in the spec;
 //  7. write the status, derived from what is in the cluster now and from
@@ -143,6 +154,7 @@ func (r *GarraServerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		{"apply identity", r.applyIdentity},
 		{"apply wake role", func(ctx context.Context, s *reconcileState) error { return r.applyWakeRole(ctx, s.gs) }},
 		{"apply gateway", r.applyGateway},
+		{"apply service monitor", r.applyServiceMonitor},
 		{"apply orchestrators", r.applyOrchestrators},
 		{"suspend idle sandboxes", r.suspendIdle},
 		{"remove orchestrators", r.removeStale},

@@ -1185,6 +1185,14 @@ var _ = Describe("GarraServer", func() {
 				gs.Spec.Orchestrators[0].Sandbox.NodeSelector[fmt.Sprintf("l%d", i)] = "x"
 			}
 		}, "spec.orchestrators[0].sandbox.nodeSelector", "must have at most 32 items"),
+		Entry("a required tool given as a path", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Orchestrators[0].Sandbox.RequiredTools = []string{"go", "/usr/bin/make"}
+		}, "spec.orchestrators[0].sandbox.requiredTools[1]", "should match"),
+		Entry("33 required tools", func(gs *garrav1alpha1.GarraServer) {
+			for i := range 33 {
+				gs.Spec.Orchestrators[0].Sandbox.RequiredTools = append(gs.Spec.Orchestrators[0].Sandbox.RequiredTools, fmt.Sprintf("t%d", i))
+			}
+		}, "spec.orchestrators[0].sandbox.requiredTools", "must have at most 32 items"),
 		Entry("a name that cannot prefix a Service", func(gs *garrav1alpha1.GarraServer) { gs.Name = "team.a" },
 			"metadata.name", "DNS-1035 label"),
 		Entry("auth with two modes", func(gs *garrav1alpha1.GarraServer) {

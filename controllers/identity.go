@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -135,6 +136,10 @@ func (r *GarraServerReconciler) applyIdentity(ctx context.Context, s *reconcileS
 	if !needsTokenReview(gs) {
 		return r.releaseTokenReview(ctx, gs)
 	}
+	if len(r.WatchNamespaces) > 0 {
+		s.tokenReview = externalBindingMessage(gs, r.WatchNamespaces)
+		return nil
+	}
 	if !controllerutil.ContainsFinalizer(gs, TokenReviewFinalizer) {
 		old := gs.DeepCopy()
 		controllerutil.AddFinalizer(gs, TokenReviewFinalizer)
@@ -147,6 +152,23 @@ func (r *GarraServerReconciler) applyIdentity(ctx context.Context, s *reconcileS
 	}
 	_, err := applyIfChanged(ctx, r.Client, tokenReviewBinding(gs), &rbacv1.ClusterRoleBinding{}, rbacv1ac.ExtractClusterRoleBinding)
 	return err
+}
+
+// externalBindingMessage says, for a namespace-scoped operator, which
+// orchestrator needs TokenReviews and what a cluster admin must bind: a
+// Role cannot grant a cluster-scoped verb, so the operator neither
+// creates nor reads that binding.
+func externalBindingMessage(gs *garrav1alpha1.GarraServer, watched []string) string {
+	var fields []string
+	for i, o := range gs.Spec.Orchestrators {
+		if authMode(o) == config.AuthServiceAccount {
+			fields = append(fields, fmt.Sprintf("spec.orchestrators[%d].auth.serviceAccount (%s)", i, o.Name))
+		}
+	}
+	return fmt.Sprintf("%s: the operator watches only the namespaces %s and cannot bind a ClusterRole; "+
+		"a cluster admin must bind one that allows create on tokenreviews.authentication.k8s.io "+
+		"(system:auth-delegator, or %s) to ServiceAccount %s/%s, or the gateway refuses these orchestrators",
+		strings.Join(fields, ", "), strings.Join(watched, ","), TokenReviewClusterRole, gs.Namespace, gatewayName(gs))
 }
 
 // releaseTokenReview deletes gs's TokenReview bindings (found by label,

@@ -20,6 +20,7 @@ import (
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
 	"github.com/garraia/garra/internal/authn"
 	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/errkinds"
 )
 
 // identityServer is team-a with one orchestrator per mode.
@@ -189,28 +190,28 @@ var _ = Describe("Orchestrator identity", func() {
 			{Caller: "ephemeral", Namespace: ns, Name: "ephemeral"},
 		}, authn.ServiceAccountOptions{Audience: aud, CacheFor: 10 * time.Second, Now: func() time.Time { return clock }})
 		must(err)
-		check := func(tok, caller, kind string) {
+		check := func(tok, caller string, kind errkinds.Kind) {
 			GinkgoHelper()
 			id, err := sa.Authenticate(ctx, tok)
-			got := ""
+			var got errkinds.Kind
 			if err != nil {
 				got = authn.KindOf(err)
 			}
-			Expect([]string{id.Caller, got}).To(Equal([]string{caller, kind}), "%v", err)
+			Expect([]string{id.Caller, string(got)}).To(Equal([]string{caller, string(kind)}), "%v", err)
 		}
 		By("the right audience is admitted as its orchestrator")
 		check(good, "robot", "")
 		By("the same ServiceAccount with another audience, another ServiceAccount, a dead bound object, a deleted ServiceAccount: refused")
-		check(otherAud, "", authn.KindWrongAudience)
-		check(intruder, "", authn.KindIdentityNotAllowed)
-		check(boundDead, "", authn.KindInvalidToken)
-		check(gone, "", authn.KindInvalidToken)
+		check(otherAud, "", errkinds.WrongAudience)
+		check(intruder, "", errkinds.IdentityNotAllowed)
+		check(boundDead, "", errkinds.InvalidToken)
+		check(gone, "", errkinds.InvalidToken)
 		Expect(sa.Reviews()).To(Equal(int64(5)))
 
 		By("within the bound the verdicts are reused: no new review")
 		for range 10 {
 			check(good, "robot", "")
-			check(intruder, "", authn.KindIdentityNotAllowed)
+			check(intruder, "", errkinds.IdentityNotAllowed)
 		}
 		Expect(sa.Reviews()).To(Equal(int64(5)))
 
@@ -221,7 +222,7 @@ var _ = Describe("Orchestrator identity", func() {
 		check(ephemeral, "ephemeral", "")
 		Expect(sa.Reviews()).To(Equal(int64(6)))
 		clock = clock.Add(time.Second)
-		Eventually(func() string {
+		Eventually(func() errkinds.Kind {
 			_, err := sa.Authenticate(ctx, ephemeral)
 			if err == nil {
 				// The API server caches its own verdicts for a few
@@ -232,7 +233,7 @@ var _ = Describe("Orchestrator identity", func() {
 				return ""
 			}
 			return authn.KindOf(err)
-		}, timeout, time.Second).Should(Equal(authn.KindInvalidToken))
+		}, timeout, time.Second).Should(Equal(errkinds.InvalidToken))
 		check(good, "robot", "")
 		GinkgoWriter.Printf("TokenReviews sent: %d\n", sa.Reviews())
 	})

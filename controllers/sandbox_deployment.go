@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -11,12 +12,17 @@ import (
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
 )
 
-// SandboxCommand is what a sandbox container runs; bin is the garra
+// SandboxCommand is what o's sandbox container runs; bin is the garra
 // binary (on PATH in the operator's sandbox image, BinDir's copy in any
-// other).
-func SandboxCommand(gs *garrav1alpha1.GarraServer, bin string) []string {
-	return []string{bin, "sandbox", "--workspace", WorkspaceDir, "--listen", ":" + strconv.Itoa(SandboxPort),
+// other). The required tools are a flag, present only when there are
+// some, so that a spec without them keeps the pod it had.
+func SandboxCommand(gs *garrav1alpha1.GarraServer, o garrav1alpha1.OrchestratorSpec, bin string) []string {
+	cmd := []string{bin, "sandbox", "--workspace", WorkspaceDir, "--listen", ":" + strconv.Itoa(SandboxPort),
 		"--token-file", SandboxTokenPath, "--drain-seconds", strconv.Itoa(drainSeconds(gs))}
+	if len(o.Sandbox.RequiredTools) > 0 {
+		cmd = append(cmd, "--required-tools="+strings.Join(o.Sandbox.RequiredTools, ","))
+	}
+	return cmd
 }
 
 // Where a sandbox pod in a bring-your-own image finds garra and its home.
@@ -90,7 +96,7 @@ func sandboxDeployment(gs *garrav1alpha1.GarraServer, o garrav1alpha1.Orchestrat
 	container := corev1ac.Container().
 		WithName(ComponentSandbox).
 		WithImage(img.Sandbox).
-		WithCommand(SandboxCommand(gs, bin)...).
+		WithCommand(SandboxCommand(gs, o, bin)...).
 		WithPorts(corev1ac.ContainerPort().WithName(PortName).WithContainerPort(SandboxPort).WithProtocol(corev1.ProtocolTCP)).
 		WithEnv(append([]*corev1ac.EnvVarApplyConfiguration{corev1ac.EnvVar().WithName(EnvHome).WithValue(home)},
 			telemetryEnv(gs, ServiceSandbox)...)...).

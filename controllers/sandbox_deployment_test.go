@@ -3,6 +3,7 @@ package controllers
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -234,5 +235,21 @@ func TestSandboxPlacement(t *testing.T) {
 				t.Errorf("tolerations = %+v, want %+v", pod.Tolerations, tc.want.Tolerations)
 			}
 		})
+	}
+}
+
+// TestSandboxRequiredTools: the required tools become one flag of the
+// command, and no flag when there are none (the pod stays as it was).
+func TestSandboxRequiredTools(t *testing.T) {
+	gs := testServer()
+	o := gs.Spec.Orchestrators[0]
+	base := SandboxCommand(gs, o, "garra")
+	if slices.ContainsFunc(base, func(a string) bool { return strings.HasPrefix(a, "--required-tools") }) {
+		t.Errorf("no required tools, yet %v", base)
+	}
+	o.Sandbox.RequiredTools = []string{"go", "node", "make"}
+	c := typed[appsv1.Deployment](t, sandboxDeployment(gs, o, sandboxImages{Sandbox: "img"})).Spec.Template.Spec.Containers[0]
+	if want := append(slices.Clone(base), "--required-tools=go,node,make"); !slices.Equal(c.Command, want) {
+		t.Errorf("command = %v, want %v", c.Command, want)
 	}
 }

@@ -68,7 +68,7 @@ var _ = Describe("Sandbox pod settings", func() {
 	var ns string
 	BeforeEach(func() { ns = newNamespace() })
 
-	It("passes resources, runtimeClassName, nodeSelector and tolerations to the sandbox Deployment", func() {
+	It("passes resources, runtimeClassName, nodeSelector, tolerations and requiredTools to the sandbox Deployment", func() {
 		q := resource.MustParse
 		oneSandbox(ns, garrav1alpha1.SandboxSpec{
 			Resources: corev1.ResourceRequirements{
@@ -79,8 +79,10 @@ var _ = Describe("Sandbox pod settings", func() {
 			NodeSelector:     map[string]string{"garra.garraia.io/pool": "sandbox"},
 			Tolerations: []corev1.Toleration{{Key: "garra.garraia.io/sandbox", Operator: corev1.TolerationOpExists,
 				Effect: corev1.TaintEffectNoSchedule}},
+			RequiredTools: []string{"go", "make", "python3"},
 		})
 		pod := sandboxPod(ns)
+		Expect(pod.Containers[0].Command).To(ContainElement("--required-tools=go,make,python3"))
 		Expect(pod.RuntimeClassName).To(Equal(ptr.To("gvisor")))
 		Expect(pod.NodeSelector).To(Equal(map[string]string{"garra.garraia.io/pool": "sandbox"}))
 		Expect(pod.Tolerations).To(Equal([]corev1.Toleration{{Key: "garra.garraia.io/sandbox", Operator: corev1.TolerationOpExists,

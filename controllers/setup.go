@@ -32,10 +32,20 @@ const secretRefIndex = ".spec.secretRefs" //nolint:gosec // G101: an index name
 // when labelled app.kubernetes.io/name=garra (a child that lost its label
 // looks absent and is applied again); Secrets are cached whole because a
 // bring-your-own Secret carries no label of ours, without managedFields
-// (the controller never applies a Secret).
-func CacheOptions() cache.Options {
+// (the controller never applies a Secret). With watch namespaces, every
+// namespaced kind is cached (and so listed and watched) in those only,
+// which is what lets a manager run on Roles alone.
+func CacheOptions(watch ...string) cache.Options {
 	ours := k8slabels.SelectorFromSet(k8slabels.Set{LabelName: AppName})
+	var namespaces map[string]cache.Config
+	for _, ns := range watch {
+		if namespaces == nil {
+			namespaces = map[string]cache.Config{}
+		}
+		namespaces[ns] = cache.Config{}
+	}
 	return cache.Options{
+		DefaultNamespaces: namespaces,
 		ByObject: map[client.Object]cache.ByObject{
 			&appsv1.Deployment{}:            {Label: ours},
 			&corev1.Service{}:               {Label: ours},
@@ -55,9 +65,20 @@ type Images struct {
 	Garra, Sandbox string
 }
 
-// Option changes how Setup wires the reconciler (tests only: the manager
-// passes none).
+// Option changes how Setup wires the reconciler.
 type Option func(*GarraServerReconciler)
+
+// WithWatchNamespaces tells the reconciler it watches only these
+// namespaces (the manager's cache must be CacheOptions(namespaces...)).
+func WithWatchNamespaces(namespaces []string) Option {
+	return func(r *GarraServerReconciler) { r.WatchNamespaces = namespaces }
+}
+
+// WithoutServiceMonitors applies no ServiceMonitor per gateway even when the
+// Prometheus Operator is installed (--gateway-service-monitors=false).
+func WithoutServiceMonitors() Option {
+	return func(r *GarraServerReconciler) { r.ServiceMonitors = false }
+}
 
 // WithGatewayProbe replaces the HTTP question to the gateway's /readyz
 // and where it is sent.
@@ -76,21 +97,28 @@ func WithSandboxProbe(p SandboxProbe, url func(*garrav1alpha1.GarraServer) strin
 // and API reader, an event recorder under the field owner's name,
 // crypto/rand for generated credentials, and HTTP probes of each
 // gateway's /readyz and /sandboxz (ProbeTimeout per question, no
-// redirects followed).
+// redirects followed). It asks the API server once whether it serves
+// ServiceMonitors: a Prometheus Operator installed later needs a restart
+// of the manager.
 func Setup(mgr ctrl.Manager, images Images, opts ...Option) error {
+	monitors, err := ServiceMonitorsServed(mgr.GetRESTMapper())
+	if err != nil {
+		return err
+	}
 	probeClient := &http.Client{
 		Timeout:       ProbeTimeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	r := &GarraServerReconciler{
-		Client:       mgr.GetClient(),
-		APIReader:    mgr.GetAPIReader(),
-		Recorder:     mgr.GetEventRecorder(FieldOwner),
-		GarraImage:   images.Garra,
-		SandboxImage: images.Sandbox,
-		Rand:         rand.Reader,
-		Probe:        HTTPGatewayProbe(probeClient),
-		SandboxProbe: HTTPSandboxProbe(probeClient),
+		Client:          mgr.GetClient(),
+		APIReader:       mgr.GetAPIReader(),
+		Recorder:        mgr.GetEventRecorder(FieldOwner),
+		GarraImage:      images.Garra,
+		SandboxImage:    images.Sandbox,
+		Rand:            rand.Reader,
+		Probe:           HTTPGatewayProbe(probeClient),
+		SandboxProbe:    HTTPSandboxProbe(probeClient),
+		ServiceMonitors: monitors,
 	}
 	for _, o := range opts {
 		o(r)
@@ -106,7 +134,11 @@ func (r *GarraServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		func(o client.Object) []string { return ReferencedSecretNames(o.(*garrav1alpha1.GarraServer)) }); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if r.ServiceMonitors {
+		b = b.Owns(newServiceMonitor())
+	}
+	return b.
 		Named(ControllerName).
 		For(&garrav1alpha1.GarraServer{}).
 		Owns(&appsv1.Deployment{}).

@@ -32,6 +32,8 @@ type observed struct {
 	applied    *metav1.Condition
 	// rotations are the orchestrators with a previous token still valid.
 	rotations map[string]time.Time
+	// tokenReview is reconcileState.tokenReview.
+	tokenReview string
 	// verified is the gateway's report on its sandboxes (nil: not asked).
 	verified *verification
 }
@@ -113,6 +115,15 @@ func computeStatus(gs *garrav1alpha1.GarraServer, w observed) garrav1alpha1.Garr
 		})
 	}
 
+	if w.tokenReview != "" {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: garrav1alpha1.ConditionTokenReviewAccess, Status: metav1.ConditionUnknown,
+			Reason: garrav1alpha1.ReasonClusterBindingExternal, Message: w.tokenReview, ObservedGeneration: gs.Generation,
+		})
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, garrav1alpha1.ConditionTokenReviewAccess)
+	}
+
 	gwOK := false
 	switch {
 	case len(w.missing) > 0:
@@ -167,7 +178,7 @@ func computeStatus(gs *garrav1alpha1.GarraServer, w observed) garrav1alpha1.Garr
 // turning to InvalidSpec or SecretMissing, and orchestrators that are new.
 func (r *GarraServerReconciler) writeStatus(ctx context.Context, s *reconcileState) error {
 	gs := s.gs
-	w := observed{sandboxes: map[string]*appsv1.Deployment{}, missing: s.missing, invalid: s.invalid, failed: s.failed, rotations: s.rotations}
+	w := observed{sandboxes: map[string]*appsv1.Deployment{}, missing: s.missing, invalid: s.invalid, failed: s.failed, rotations: s.rotations, tokenReview: s.tokenReview}
 	var err error
 	if w.gateway, err = r.deployment(ctx, gs.Namespace, gatewayName(gs)); err != nil {
 		return err

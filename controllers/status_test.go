@@ -183,3 +183,30 @@ func TestComputeStatusConfigAndRotation(t *testing.T) {
 		t.Errorf("ConfigApplied after a pass that rendered nothing = %+v, want it kept", c)
 	}
 }
+
+// TestTokenReviewAccessCondition: a namespace-scoped operator's message
+// becomes TokenReviewAccess Unknown, ClusterBindingExternal; without one
+// the condition is removed.
+func TestTokenReviewAccessCondition(t *testing.T) {
+	gs := testServer()
+	gs.Spec.Orchestrators[1].Auth = &garrav1alpha1.OrchestratorAuth{ServiceAccount: &garrav1alpha1.ServiceAccountAuth{Name: "robot"}}
+	msg := externalBindingMessage(gs, []string{"agents", "ops"})
+	for _, want := range []string{"spec.orchestrators[1].auth.serviceAccount (" + gs.Spec.Orchestrators[1].Name + ")",
+		"namespaces agents,ops", "ServiceAccount agents/team-a-gateway", TokenReviewClusterRole} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message %q lacks %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "orchestrators[0]") {
+		t.Errorf("message names the token orchestrator: %q", msg)
+	}
+	gs.Status = computeStatus(gs, observed{tokenReview: msg})
+	c := meta.FindStatusCondition(gs.Status.Conditions, garrav1alpha1.ConditionTokenReviewAccess)
+	if c == nil || c.Status != metav1.ConditionUnknown || c.Reason != garrav1alpha1.ReasonClusterBindingExternal || c.Message != msg {
+		t.Fatalf("condition = %+v", c)
+	}
+	gs.Status = computeStatus(gs, observed{})
+	if c := meta.FindStatusCondition(gs.Status.Conditions, garrav1alpha1.ConditionTokenReviewAccess); c != nil {
+		t.Errorf("condition kept without a message: %+v", c)
+	}
+}

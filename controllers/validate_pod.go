@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
+	"github.com/garraia/garra/internal/toolchain"
 )
 
 // The pod settings the spec passes through to Kubernetes (resources,
@@ -36,6 +37,9 @@ func podSettingsProblem(gs *garrav1alpha1.GarraServer) string {
 func sandboxPodProblem(field string, sb garrav1alpha1.SandboxSpec) string {
 	if p := resourcesProblem(field+".resources", sb.Resources); p != "" {
 		return p
+	}
+	if err := toolchain.CheckRequired(sb.RequiredTools); err != nil {
+		return field + ".requiredTools: " + err.Error()
 	}
 	if sb.RuntimeClassName != nil {
 		if errs := validation.IsDNS1123Subdomain(*sb.RuntimeClassName); len(errs) > 0 {

@@ -72,6 +72,9 @@ func TestPodSettingsProblem(t *testing.T) {
 			field + `.tolerations[0].key: "-k-" is not a label key`},
 		{"bad effect", sbx(func(s *garrav1alpha1.SandboxSpec) { s.Tolerations = []corev1.Toleration{{Key: "k", Effect: "NoRun"}} }),
 			field + `.tolerations[0].effect: "NoRun" is not NoSchedule`},
+		{"required tools", sbx(func(s *garrav1alpha1.SandboxSpec) { s.RequiredTools = []string{"go", "node", "g++"} }), ""},
+		{"a required tool with shell syntax", sbx(func(s *garrav1alpha1.SandboxSpec) { s.RequiredTools = []string{"go", "make;id"} }),
+			field + `.requiredTools: entry 2 ("make;id") is not a program name`},
 		{"seconds without NoExecute", sbx(func(s *garrav1alpha1.SandboxSpec) {
 			s.Tolerations = []corev1.Toleration{{Key: "k", Effect: corev1.TaintEffectNoSchedule, TolerationSeconds: ptr.To[int64](5)}}
 		}), field + ".tolerations[0].tolerationSeconds: only a NoExecute toleration has one"},

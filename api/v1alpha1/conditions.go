@@ -14,6 +14,13 @@ const (
 	// ConditionConfigApplied is true when the gateway reports (on /readyz)
 	// that it runs the config.yml of status.configHash.
 	ConditionConfigApplied = "ConfigApplied"
+	// ConditionTokenReviewAccess is set only by a namespace-scoped operator
+	// (--watch-namespace) for a GarraServer with an orchestrator that
+	// authenticates with its ServiceAccount: such an operator cannot create
+	// the cluster-scoped binding that lets the gateway create TokenReviews,
+	// so it is Unknown, reason ClusterBindingExternal, and says what a
+	// cluster admin must bind.
+	ConditionTokenReviewAccess = "TokenReviewAccess"
 	// ConditionVerified is true when the gateway reports (on /sandboxz)
 	// that its last MCP handshake with every orchestrator's sandbox, under
 	// that sandbox's token, worked. Ready says the pods are up; Verified
@@ -52,6 +59,11 @@ const (
 	ReasonRejected = "Rejected"
 	// ReasonNotProbed: the operator does not ask the gateway.
 	ReasonNotProbed = "NotProbed"
+	// ReasonClusterBindingExternal: the gateway's TokenReview binding is
+	// cluster-scoped and a namespace-scoped operator neither creates nor
+	// sees it; a cluster admin provides it (the message names the
+	// orchestrator's field and the ServiceAccount to bind).
+	ReasonClusterBindingExternal = "ClusterBindingExternal"
 	// ReasonVerified: every sandbox answered the gateway's handshake.
 	ReasonVerified = "Verified"
 	// ReasonNotVerified: some sandbox did not; the message and each

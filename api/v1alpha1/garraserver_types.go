@@ -600,6 +600,17 @@ type SandboxSpec struct {
 	// +optional
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
+	// RequiredTools are programs the sandbox's image must have on PATH
+	// (go, node, make, ...). The sandbox reports what it finds, these and
+	// a fixed list of well-known build tools, with their versions, in its
+	// MCP resource garra://sandbox/toolchain, and lists the missing ones.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=64
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9][A-Za-z0-9._+-]*$`
+	// +optional
+	RequiredTools []string `json:"requiredTools,omitempty"`
+
 	// Egress is what the sandbox may reach: none (default) or internet.
 	// +kubebuilder:default=none
 	// +optional

@@ -383,6 +383,11 @@ func (in *SandboxSpec) DeepCopyInto(out *SandboxSpec) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.RequiredTools != nil {
+		in, out := &in.RequiredTools, &out.RequiredTools
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.IdleTimeout != nil {
 		in, out := &in.IdleTimeout, &out.IdleTimeout
 		*out = new(v1.Duration)

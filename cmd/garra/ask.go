@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/garraia/garra/internal/ask"
+	"github.com/garraia/garra/internal/errkinds"
 )
 
 func newAskCommand(o *rootOptions) *cobra.Command {
@@ -63,7 +64,7 @@ func newAskCommand(o *rootOptions) *cobra.Command {
 				return fmt.Errorf("ask: write the answer: %w", werr)
 			}
 			if !env.OK {
-				if env.Error.Kind == ask.KindUsage {
+				if env.Error.Kind == errkinds.Usage {
 					return usageError("ask: %s", env.Error.Message)
 				}
 				return &exitError{code: 1, msg: fmt.Sprintf("ask: %s: %s", env.Error.Kind, env.Error.Message)}

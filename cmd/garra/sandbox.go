@@ -11,11 +11,13 @@ import (
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/redact"
 	"github.com/garraia/garra/internal/sandbox"
+	"github.com/garraia/garra/internal/toolchain"
 )
 
 func newSandboxCommand(o *rootOptions) *cobra.Command {
 	var workspace, listen, tokenFile string
 	var drainSeconds int
+	var requiredTools []string
 	cmd := &cobra.Command{
 		Use:   "sandbox",
 		Short: "Serve the agent's tools on one workspace over MCP HTTP (runs in an orchestrator's pod)",
@@ -30,6 +32,13 @@ Endpoints:
   POST /mcp     MCP; every request needs "Authorization: Bearer <token>"
   GET  /healthz 200 while the process serves
   GET  /readyz  200 while the workspace is present and a directory
+
+Resources:
+  garra://sandbox/toolchain  the programs on PATH with their versions (a
+                             fixed list of well-known build tools, and
+                             --required-tools), and the required ones that
+                             are missing; JSON, rediscovered at most once a
+                             minute, each version command cut after 2 s
 
 Environment (exactly one):
   GARRA_SANDBOX_TOKEN       the bearer token (at least 16 characters)
@@ -59,6 +68,9 @@ groups.`,
 			if drainSeconds < 1 || drainSeconds > 900 {
 				return usageError("sandbox: --drain-seconds: %d is outside [1, 900]", drainSeconds)
 			}
+			if err := toolchain.CheckRequired(requiredTools); err != nil {
+				return usageError("sandbox: --required-tools: %v", err)
+			}
 			// The built-in rules plus the tokens themselves, by value, belt
 			// and braces: nothing logs them.
 			secrets := []string{token}
@@ -80,6 +92,7 @@ groups.`,
 				Logger:          log,
 				Version:         version,
 				ShutdownTimeout: time.Duration(drainSeconds) * time.Second,
+				RequiredTools:   requiredTools,
 			})
 			if err != nil {
 				if errors.Is(err, sandbox.ErrNoToken) || errors.Is(err, sandbox.ErrWeakToken) || errors.Is(err, sandbox.ErrWorkspace) {
@@ -95,6 +108,7 @@ groups.`,
 	cmd.Flags().StringVar(&workspace, "workspace", "/workspace", "the workspace directory the tools work on (must exist; not a symlink)")
 	cmd.Flags().StringVar(&listen, "listen", ":8080", "address to listen on (host:port; port 0 picks a free one)")
 	cmd.Flags().IntVar(&drainSeconds, "drain-seconds", int(sandbox.DefaultShutdownTimeout/time.Second), "on SIGTERM, how long running calls may finish before they are cut")
+	cmd.Flags().StringSliceVar(&requiredTools, "required-tools", nil, "programs the image must have on PATH (comma-separated names); "+toolchain.URI+" lists the missing ones")
 	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the bearer token (default $"+sandbox.TokenFileEnv+"; instead of $"+sandbox.TokenEnv+")")
 	return cmd
 }

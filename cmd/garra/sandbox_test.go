@@ -7,16 +7,21 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/garraia/garra/internal/sandbox"
+	"github.com/garraia/garra/internal/toolchain"
 	"github.com/garraia/garra/internal/tools"
 )
 
@@ -257,3 +262,71 @@ func TestSandboxBinaryWithoutToken(t *testing.T) {
 		t.Errorf("exit %d, want 2", code)
 	}
 }
+
+// TestSandboxCommandRequiredTools: --required-tools reaches the
+// toolchain resource, and a name that is not a program is refused with
+// exit 2 naming the flag.
+func TestSandboxCommandRequiredTools(t *testing.T) {
+	env := map[string]string{sandbox.TokenEnv: sandboxTestToken}
+	bad := newSandboxCommand(&rootOptions{getenv: func(k string) string { return env[k] }})
+	bad.SetErr(io.Discard)
+	bad.SetArgs([]string{"--workspace", t.TempDir(), "--listen", "127.0.0.1:0", "--required-tools", "go,../sh"})
+	var ee *exitError
+	if err := bad.ExecuteContext(context.Background()); !errors.As(err, &ee) || ee.code != 2 ||
+		!strings.Contains(ee.msg, `--required-tools: entry 2 ("../sh") is not a program name`) {
+		t.Errorf("bad name: %v", err)
+	}
+
+	cmd := newSandboxCommand(&rootOptions{getenv: func(k string) string { return env[k] }})
+	pr, pw := io.Pipe()
+	cmd.SetErr(pw)
+	cmd.SetArgs([]string{"--workspace", t.TempDir(), "--listen", "127.0.0.1:0", "--required-tools", "bash,garra-no-such-tool"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		err := cmd.ExecuteContext(ctx)
+		_ = pw.Close()
+		done <- err
+	}()
+	defer func() { cancel(); <-done }()
+	addr := waitListening(t, pr, &lockedBuffer{})
+	transport := &mcp.StreamableClientTransport{
+		Endpoint:   "http://" + addr + "/mcp",
+		HTTPClient: &http.Client{Transport: bearerRoundTripper(sandboxTestToken)},
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil).Connect(ctx, transport, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cs.Close() }()
+	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: toolchain.URI})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep toolchain.Report
+	if err := json.Unmarshal([]byte(res.Contents[0].Text), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rep.Missing, []string{"garra-no-such-tool"}) || !slices.Equal(rep.Required, []string{"bash", "garra-no-such-tool"}) {
+		t.Errorf("report = %+v", rep)
+	}
+	found := false
+	for _, tl := range rep.Tools {
+		found = found || (tl.Name == "bash" && tl.Required && strings.Contains(tl.Version, "bash"))
+	}
+	if !found {
+		t.Errorf("bash not reported as a required tool with its version: %+v", rep.Tools)
+	}
+}
+
+func bearerRoundTripper(token string) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+token)
+		return http.DefaultTransport.RoundTrip(r)
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -45,6 +45,70 @@ func BenchmarkStdioStartupVsBare(b *testing.B) {
 	b.ReportMetric(gr, "garra-idle-MiB")
 	b.ReportMetric(br, "bare-idle-MiB")
 	b.ReportMetric(gr/br, "idle-ratio")
+
+	// Package initialisation, which runs before main whatever the command:
+	// how many packages have init work, and what it costs.
+	gInits, gInitMS := packageInit(b, env, garra, "mcp-server")
+	bInits, bInitMS := packageInit(b, env, bare)
+	b.ReportMetric(float64(gInits), "garra-init-pkgs")
+	b.ReportMetric(gInitMS, "garra-pkginit-ms")
+	b.ReportMetric(float64(bInits), "bare-init-pkgs")
+	b.ReportMetric(bInitMS, "bare-pkginit-ms")
+	b.Logf("stdio startup, garra mcp-server vs a bare go-sdk server, medians of %d spawns each in this run:\n"+
+		"%-22s %12s %12s %8s %s\n"+
+		"%-22s %12.1f %12.1f %8.2f %s\n"+
+		"%-22s %12.1f %12.1f %8.2f %s\n"+
+		"%-22s %12d %12d\n"+
+		"%-22s %12.1f %12.1f",
+		len(garraStart),
+		"", "garra", "bare", "ratio", "target",
+		"initialize reply (ms)", float64(gs.Microseconds())/1000, float64(bs.Microseconds())/1000, float64(gs)/float64(bs), "ratio <= 1.3",
+		"idle RSS (MiB)", gr, br, gr/br, "garra <= 15 MiB",
+		"packages with init", gInits, bInits,
+		"package init (ms)", gInitMS, bInitMS)
+}
+
+// packageInit runs bin under GODEBUG=inittrace=1 with stdin closed (it
+// exits at once) and returns how many packages ran init work and the
+// median, over a few runs, of their summed clock time in ms.
+func packageInit(b *testing.B, env []string, bin string, args ...string) (int, float64) {
+	b.Helper()
+	var sums []float64
+	n := 0
+	for range 5 {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(slices.Clone(env), "GODEBUG=inittrace=1")
+		cmd.Stdin = strings.NewReader("")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		_ = cmd.Run() // the trace is what counts, not how the server ends
+		count, sum := parseInitTrace(stderr.String())
+		if count == 0 {
+			b.Fatalf("%s printed no init trace:\n%s", bin, stderr.String())
+		}
+		n = count
+		sums = append(sums, sum)
+	}
+	return n, medianF(sums)
+}
+
+// parseInitTrace sums the lines "init PKG @T ms, D ms clock, ..." that
+// the runtime prints for each package with init work.
+func parseInitTrace(trace string) (int, float64) {
+	n, sum := 0, 0.0
+	for line := range strings.Lines(trace) {
+		f := strings.Fields(line)
+		if len(f) < 7 || f[0] != "init" || f[6] != "clock," {
+			continue
+		}
+		d, err := strconv.ParseFloat(f[4], 64)
+		if err != nil {
+			continue
+		}
+		n++
+		sum += d
+	}
+	return n, sum
 }
 
 // releaseBuild builds pkg (relative to this package) as make build does:
@@ -118,4 +182,15 @@ func medianF(fs []float64) float64 {
 	s := slices.Clone(fs)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+func TestParseInitTrace(t *testing.T) {
+	trace := "init internal/bytealg @0.005 ms, 0 ms clock, 0 bytes, 0 allocs\n" +
+		"some other line\n" +
+		"init runtime @0.031 ms, 0.25 ms clock, 0 bytes, 0 allocs\n" +
+		"init k8s.io/client-go/kubernetes/scheme @40 ms, 10 ms clock, 674504 bytes, 5668 allocs\n"
+	n, sum := parseInitTrace(trace)
+	if n != 3 || sum != 10.25 {
+		t.Fatalf("got %d packages, %v ms; want 3, 10.25", n, sum)
+	}
 }

@@ -3,8 +3,12 @@
 //
 // Flags: --metrics-bind-address (":8080"; "0" disables),
 // --health-probe-bind-address (":8081", serving /healthz and /readyz),
-// --leader-elect, --garra-image, --sandbox-image, and controller-runtime's
-// --kubeconfig (or $KUBECONFIG, or the in-cluster config).
+// --leader-elect, --leader-election-namespace, --leader-election-id,
+// --watch-namespace (one namespace or a comma list; empty: all), --garra-image,
+// --sandbox-image, --gateway-service-monitors (true: a ServiceMonitor per
+// gateway when the Prometheus Operator's CRD is installed), and
+// controller-runtime's --kubeconfig (or $KUBECONFIG, or the in-cluster
+// config).
 package main
 
 import (
@@ -14,13 +18,17 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -35,7 +43,8 @@ const (
 	defaultSandboxImage = "garra:latest"
 )
 
-// LeaderElectionID is the Lease the replicas of the manager compete for.
+// LeaderElectionID is the default name of the Lease the replicas of the
+// manager compete for (--leader-election-id).
 const LeaderElectionID = "garra-operator.garra.garraia.io"
 
 type options struct {
@@ -43,7 +52,13 @@ type options struct {
 	leaderElect              bool
 	garraImage, sandboxImage string
 	leaderElectionNamespace  string
+	leaderElectionID         string
+	watchNamespaces          []string
+	serviceMonitors          bool
 	zap                      zap.Options
+	// skipNameValidation lets tests run several managers in one process
+	// (controller names are unique per process); no flag sets it.
+	skipNameValidation bool
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
@@ -54,6 +69,10 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader Lease (default: the pod's namespace)")
 	fs.StringVar(&o.garraImage, "garra-image", defaultGarraImage, "gateway image of a GarraServer with an empty spec.image")
 	fs.StringVar(&o.sandboxImage, "sandbox-image", defaultSandboxImage, "sandbox image of an orchestrator with no image of its own nor spec.sandboxImage")
+	fs.StringVar(&o.leaderElectionID, "leader-election-id", LeaderElectionID, "name of the leader Lease; two managers sharing a Lease namespace need different ones")
+	var watch string
+	fs.StringVar(&watch, "watch-namespace", "", "namespace, or comma-separated namespaces, whose GarraServers the manager reconciles (default: all); it then manages nothing cluster-scoped and needs only Roles in them")
+	fs.BoolVar(&o.serviceMonitors, "gateway-service-monitors", true, "create a ServiceMonitor per gateway when the API server serves monitoring.coreos.com/v1 ServiceMonitors")
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -61,7 +80,34 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
+	var err error
+	if o.watchNamespaces, err = parseNamespaces(watch); err != nil {
+		return o, fmt.Errorf("--watch-namespace: %w", err)
+	}
+	if o.leaderElectionID == "" {
+		return o, errors.New("--leader-election-id: empty")
+	}
 	return o, nil
+}
+
+// parseNamespaces splits a comma list of namespace names, refusing an
+// invalid or repeated one; "" is none (all namespaces).
+func parseNamespaces(list string) ([]string, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, ns := range strings.Split(list, ",") {
+		ns = strings.TrimSpace(ns)
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return nil, fmt.Errorf("namespace %q: %s", ns, strings.Join(errs, "; "))
+		}
+		if slices.Contains(out, ns) {
+			return nil, fmt.Errorf("namespace %q given twice", ns)
+		}
+		out = append(out, ns)
+	}
+	return out, nil
 }
 
 // newScheme knows the built-in types and GarraServer.
@@ -95,20 +141,25 @@ func main() {
 func run(ctx context.Context, o options, cfg *rest.Config) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  newScheme(),
-		Cache:                   controllers.CacheOptions(),
+		Cache:                   controllers.CacheOptions(o.watchNamespaces...),
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,
-		LeaderElectionID:        LeaderElectionID,
+		LeaderElectionID:        o.leaderElectionID,
 		LeaderElectionNamespace: o.leaderElectionNamespace,
 		// The manager exits right after losing the lease, so stepping down
 		// early is safe and speeds up a rollout.
 		LeaderElectionReleaseOnCancel: true,
+		Controller:                    config.Controller{SkipNameValidation: &o.skipNameValidation},
 	})
 	if err != nil {
 		return fmt.Errorf("new manager: %w", err)
 	}
-	if err := controllers.Setup(mgr, controllers.Images{Garra: o.garraImage, Sandbox: o.sandboxImage}); err != nil {
+	setupOpts := []controllers.Option{controllers.WithWatchNamespaces(o.watchNamespaces)}
+	if !o.serviceMonitors {
+		setupOpts = append(setupOpts, controllers.WithoutServiceMonitors())
+	}
+	if err := controllers.Setup(mgr, controllers.Images{Garra: o.garraImage, Sandbox: o.sandboxImage}, setupOpts...); err != nil {
 		return fmt.Errorf("set up controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -127,6 +178,11 @@ func run(ctx context.Context, o options, cfg *rest.Config) error {
 	if err := mgr.AddReadyzCheck("readyz", cacheSynced); err != nil {
 		return err
 	}
-	ctrl.Log.Info("starting manager", "garraImage", o.garraImage, "sandboxImage", o.sandboxImage, "leaderElect", o.leaderElect)
+	watching := "all namespaces"
+	if len(o.watchNamespaces) > 0 {
+		watching = strings.Join(o.watchNamespaces, ",")
+	}
+	ctrl.Log.Info("starting manager", "garraImage", o.garraImage, "sandboxImage", o.sandboxImage, "leaderElect", o.leaderElect,
+		"leaderElectionID", o.leaderElectionID, "watching", watching)
 	return mgr.Start(ctx)
 }

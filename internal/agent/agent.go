@@ -49,6 +49,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/garraia/garra/internal/ask"
+	"github.com/garraia/garra/internal/errkinds"
 	"github.com/garraia/garra/internal/llm"
 	"github.com/garraia/garra/internal/redact"
 	"github.com/garraia/garra/internal/tools"
@@ -79,6 +80,10 @@ type Request struct {
 	Model string
 	// SystemPrompt replaces the generated DefaultSystemPrompt when not "".
 	SystemPrompt string
+	// Environment, when not "", is added to the generated prompt as its
+	// own paragraph: what the tools run on (the sandbox's toolchain), so
+	// the model need not guess. A caller's SystemPrompt is left as given.
+	Environment string
 	// Timeout bounds the whole run: every model round trip and every tool
 	// call. Zero adds no deadline of its own (ctx's still applies).
 	Timeout time.Duration
@@ -117,7 +122,7 @@ func (r *Runner) Run(ctx context.Context, req Request) Envelope {
 	}
 	x.sessionID = prefix + "-" + r.newID()
 	if r.Provider == nil {
-		return x.fail(ask.KindProviderError, "no model provider configured")
+		return x.fail(errkinds.ProviderError, "no model provider configured")
 	}
 	if req.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -145,6 +150,9 @@ func (x *run) loop(ctx context.Context) Envelope {
 	system := x.req.SystemPrompt
 	if system == "" {
 		system = DefaultSystemPrompt(names)
+		if x.req.Environment != "" {
+			system += "\n\n" + x.req.Environment
+		}
 	}
 	llmReq := llm.Request{
 		Model:    x.req.Model,
@@ -164,13 +172,13 @@ func (x *run) loop(ctx context.Context) Envelope {
 			return x.modelFailed(ctx, turn, err)
 		}
 		if resp == nil {
-			return x.fail(ask.KindProviderError, fmt.Sprintf("model turn %d: empty response", turn))
+			return x.fail(errkinds.ProviderError, fmt.Sprintf("model turn %d: empty response", turn))
 		}
 		if len(resp.ToolCalls) == 0 {
 			return x.succeed(resp.Text)
 		}
 		if turn >= maxTurns {
-			return x.fail(ask.KindProviderError, fmt.Sprintf(
+			return x.fail(errkinds.ProviderError, fmt.Sprintf(
 				"agent stopped: no final answer after %d model turns (the model kept calling tools)", maxTurns))
 		}
 		llmReq.Messages = append(llmReq.Messages, llm.Message{
@@ -203,7 +211,7 @@ func (x *run) listTools(ctx context.Context) (defs []llm.ToolDef, known map[stri
 		if ctx.Err() != nil {
 			return nil, nil, nil, x.interrupted(ctx, "while listing the tools"), true
 		}
-		return nil, nil, nil, x.fail(ask.KindProviderError, "list tools: "+err.Error()), true
+		return nil, nil, nil, x.fail(errkinds.ProviderError, "list tools: "+err.Error()), true
 	}
 	for _, t := range list {
 		if known[t.Name] {
@@ -243,7 +251,7 @@ func (x *run) callTool(ctx context.Context, known map[string]bool, names []strin
 			return unknown()
 		default:
 			x.record(tc.Name, t0, false, "executor failed: "+err.Error())
-			return llm.Message{}, x.fail(ask.KindProviderError, fmt.Sprintf("tool %s: executor failed: %v", x.toolName(tc.Name), err)), true
+			return llm.Message{}, x.fail(errkinds.ProviderError, fmt.Sprintf("tool %s: executor failed: %v", x.toolName(tc.Name), err)), true
 		}
 	}
 	x.record(tc.Name, t0, !res.IsError, res.Output)
@@ -273,23 +281,23 @@ func (x *run) modelFailed(ctx context.Context, turn int, err error) Envelope {
 	if ctx.Err() != nil {
 		return x.interrupted(ctx, "waiting for the model")
 	}
-	if ask.ErrorKind(err) == ask.KindTimeout {
-		return x.fail(ask.KindTimeout, fmt.Sprintf("model turn %d timed out: %v", turn, err))
+	if ask.ErrorKind(err) == errkinds.Timeout {
+		return x.fail(errkinds.Timeout, fmt.Sprintf("model turn %d timed out: %v", turn, err))
 	}
-	return x.fail(ask.KindProviderError, fmt.Sprintf("model turn %d: %v", turn, err))
+	return x.fail(errkinds.ProviderError, fmt.Sprintf("model turn %d: %v", turn, err))
 }
 
 // interrupted is the envelope of a run whose ctx ended; where says what the
 // loop was doing.
 func (x *run) interrupted(ctx context.Context, where string) Envelope {
 	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return x.fail(ask.KindProviderError, "agent run cancelled "+where)
+		return x.fail(errkinds.ProviderError, "agent run cancelled "+where)
 	}
 	limit := "its deadline"
 	if x.req.Timeout > 0 {
 		limit = formatTimeout(x.req.Timeout)
 	}
-	return x.fail(ask.KindTimeout, fmt.Sprintf("agent run did not finish within %s (timed out %s)", limit, where))
+	return x.fail(errkinds.Timeout, fmt.Sprintf("agent run did not finish within %s (timed out %s)", limit, where))
 }
 
 func (x *run) succeed(answer string) Envelope {
@@ -304,7 +312,7 @@ func (x *run) succeed(answer string) Envelope {
 	}
 }
 
-func (x *run) fail(kind, msg string) Envelope {
+func (x *run) fail(kind errkinds.Kind, msg string) Envelope {
 	return Envelope{
 		Provider:  x.req.Provider,
 		Model:     x.req.Model,

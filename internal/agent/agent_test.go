@@ -14,7 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/garraia/garra/internal/agent"
-	"github.com/garraia/garra/internal/ask"
+	"github.com/garraia/garra/internal/errkinds"
 	"github.com/garraia/garra/internal/llm"
 	"github.com/garraia/garra/internal/tools"
 	"github.com/garraia/garra/test/fakes/llmdouble"
@@ -155,7 +155,7 @@ func TestTimeoutMidTool(t *testing.T) {
 			env := r.Run(testCtx(t), agent.Request{Message: "go", Provider: "p", Model: "m", Timeout: timeout})
 			elapsed := time.Since(start)
 
-			assertFailure(t, env, ask.KindTimeout, "timed out while running tool bash")
+			assertFailure(t, env, errkinds.Timeout, "timed out while running tool bash")
 			if elapsed < timeout || elapsed > timeout+1500*time.Millisecond {
 				t.Errorf("returned after %v, want promptly after %v", elapsed, timeout)
 			}
@@ -193,7 +193,7 @@ func TestTimeoutWithUncooperativeExecutor(t *testing.T) {
 	if elapsed := time.Since(start); elapsed > 1500*time.Millisecond {
 		t.Errorf("returned after %v", elapsed)
 	}
-	assertFailure(t, env, ask.KindTimeout, "web_fetch")
+	assertFailure(t, env, errkinds.Timeout, "web_fetch")
 	if len(env.ToolCalls) != 1 || env.ToolCalls[0].Success {
 		t.Errorf("tool_calls = %+v", env.ToolCalls)
 	}
@@ -216,7 +216,7 @@ func TestTimeoutInModel(t *testing.T) {
 			env := r.Run(testCtx(t), agent.Request{Message: "go", Timeout: timeout})
 			elapsed := time.Since(start)
 
-			assertFailure(t, env, ask.KindTimeout, "waiting for the model")
+			assertFailure(t, env, errkinds.Timeout, "waiting for the model")
 			if elapsed < timeout || elapsed > timeout+1500*time.Millisecond {
 				t.Errorf("returned after %v, want promptly after %v", elapsed, timeout)
 			}
@@ -328,7 +328,7 @@ func TestProviderErrorOnSecondTurn(t *testing.T) {
 			r := &agent.Runner{Provider: newProvider(t, f, s), Executor: exec}
 			env := r.Run(testCtx(t), agent.Request{Message: "diff?", Timeout: 10 * time.Second})
 
-			assertFailure(t, env, ask.KindProviderError, "upstream exploded")
+			assertFailure(t, env, errkinds.ProviderError, "upstream exploded")
 			if !strings.Contains(env.Error.Message, "model turn 2") {
 				t.Errorf("message = %q", env.Error.Message)
 			}
@@ -351,7 +351,7 @@ func TestExecutorFailureEndsRun(t *testing.T) {
 		}}, nil
 	}}
 	env := (&agent.Runner{Provider: p, Executor: exec}).Run(testCtx(t), agent.Request{Message: "ls"})
-	assertFailure(t, env, ask.KindProviderError, "tool bash: executor failed: sandbox unreachable")
+	assertFailure(t, env, errkinds.ProviderError, "tool bash: executor failed: sandbox unreachable")
 	if len(env.ToolCalls) != 1 || env.ToolCalls[0].Success || !strings.Contains(env.ToolCalls[0].Summary, "executor failed") {
 		t.Errorf("tool_calls = %+v", env.ToolCalls)
 	}
@@ -375,7 +375,7 @@ func TestMaxTurnsExceeded(t *testing.T) {
 	r := &agent.Runner{Provider: newProvider(t, families[0], s), Executor: exec, MaxTurns: 2}
 	env := r.Run(testCtx(t), agent.Request{Message: "loop", Timeout: 10 * time.Second})
 
-	assertFailure(t, env, ask.KindProviderError, "no final answer after 2 model turns")
+	assertFailure(t, env, errkinds.ProviderError, "no final answer after 2 model turns")
 	if n := len(s.Requests()); n != 2 {
 		t.Errorf("%d model calls, want 2", n)
 	}
@@ -393,7 +393,7 @@ func TestDefaultMaxTurns(t *testing.T) {
 		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: fmt.Sprint(turn), Name: "web_fetch"}}}, nil
 	}}
 	env := (&agent.Runner{Provider: p, Executor: exec}).Run(testCtx(t), agent.Request{Message: "loop"})
-	assertFailure(t, env, ask.KindProviderError, fmt.Sprintf("after %d model turns", agent.DefaultMaxTurns))
+	assertFailure(t, env, errkinds.ProviderError, fmt.Sprintf("after %d model turns", agent.DefaultMaxTurns))
 	if n := len(p.Requests()); n != agent.DefaultMaxTurns {
 		t.Errorf("%d model calls, want %d", n, agent.DefaultMaxTurns)
 	}
@@ -467,7 +467,7 @@ func TestRedactionOfErrors(t *testing.T) {
 			s := llmdouble.New(t, llmdouble.Step{Status: 401, ErrorMessage: "Incorrect API key provided: " + fakeKey})
 			r := &agent.Runner{Provider: newProvider(t, f, s)}
 			env := r.Run(testCtx(t), agent.Request{Message: "hi", Timeout: 10 * time.Second})
-			assertFailure(t, env, ask.KindProviderError, "Incorrect API key provided")
+			assertFailure(t, env, errkinds.ProviderError, "Incorrect API key provided")
 			assertNoKey(t, "envelope", env.JSON())
 		})
 	}
@@ -478,7 +478,7 @@ func TestRedactionOfErrors(t *testing.T) {
 		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "a", Name: "bash"}}}, nil
 	}}
 	env := (&agent.Runner{Provider: p, Executor: exec}).Run(testCtx(t), agent.Request{Message: "x"})
-	assertFailure(t, env, ask.KindProviderError, "executor failed")
+	assertFailure(t, env, errkinds.ProviderError, "executor failed")
 	assertNoKey(t, "executor failure envelope", env.JSON())
 }
 
@@ -490,7 +490,7 @@ func TestCallerCancellation(t *testing.T) {
 		return nil, fmt.Errorf("openai: %w", ctx.Err())
 	}}
 	env := (&agent.Runner{Provider: p}).Run(ctx, agent.Request{Message: "x", Timeout: time.Minute})
-	assertFailure(t, env, ask.KindProviderError, "agent run cancelled")
+	assertFailure(t, env, errkinds.ProviderError, "agent run cancelled")
 }
 
 func TestSessionIDAndNoExecutor(t *testing.T) {
@@ -516,9 +516,32 @@ func TestSessionIDAndNoExecutor(t *testing.T) {
 	}
 }
 
+// TestEnvironmentJoinsTheDefaultPrompt: the sandbox's toolchain is a
+// paragraph of the generated prompt, and a caller's own prompt is left as
+// given.
+func TestEnvironmentJoinsTheDefaultPrompt(t *testing.T) {
+	p := &scriptProvider{reply: func(context.Context, int, llm.Request) (*llm.Response, error) {
+		return &llm.Response{Text: "ok"}, nil
+	}}
+	r := &agent.Runner{Provider: p}
+	const env = "Programs on the sandbox's PATH: go (go version go1.99.1)."
+	r.Run(testCtx(t), agent.Request{Message: "x", Environment: env})
+	if got, want := p.Requests()[0].System, agent.DefaultSystemPrompt(nil)+"\n\n"+env; got != want {
+		t.Errorf("system = %q, want %q", got, want)
+	}
+	r.Run(testCtx(t), agent.Request{Message: "x", Environment: env, SystemPrompt: "be terse"})
+	if got := p.Requests()[1].System; got != "be terse" {
+		t.Errorf("system with a caller's prompt = %q", got)
+	}
+	r.Run(testCtx(t), agent.Request{Message: "x"})
+	if got := p.Requests()[2].System; got != agent.DefaultSystemPrompt(nil) {
+		t.Errorf("system without an environment = %q", got)
+	}
+}
+
 func TestNoProvider(t *testing.T) {
 	env := (&agent.Runner{}).Run(testCtx(t), agent.Request{Message: "x"})
-	assertFailure(t, env, ask.KindProviderError, "no model provider")
+	assertFailure(t, env, errkinds.ProviderError, "no model provider")
 	if !strings.HasPrefix(env.SessionID, "mcp-") {
 		t.Errorf("session_id = %q", env.SessionID)
 	}
@@ -540,7 +563,7 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
-func assertFailure(t *testing.T, env agent.Envelope, kind, contains string) {
+func assertFailure(t *testing.T, env agent.Envelope, kind errkinds.Kind, contains string) {
 	t.Helper()
 	if env.OK || env.Error == nil {
 		t.Fatalf("want failure %s, got %+v", kind, env)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/garraia/garra/internal/ask"
+	"github.com/garraia/garra/internal/errkinds"
 )
 
 // Schema is the garra.agent.v1 envelope's schema tag.
@@ -57,7 +58,7 @@ func (e Envelope) MarshalJSON() ([]byte, error) {
 	}
 	errPart := e.Error
 	if errPart == nil {
-		errPart = &ask.Error{Kind: ask.KindProviderError, Message: "unknown failure"}
+		errPart = &ask.Error{Kind: errkinds.ProviderError, Message: "unknown failure"}
 	}
 	return json.Marshal(struct {
 		Schema    string            `json:"schema"`

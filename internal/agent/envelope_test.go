@@ -7,6 +7,7 @@ import (
 
 	"github.com/garraia/garra/internal/agent"
 	"github.com/garraia/garra/internal/ask"
+	"github.com/garraia/garra/internal/errkinds"
 )
 
 func TestEnvelopeJSON(t *testing.T) {
@@ -34,7 +35,7 @@ func TestEnvelopeJSON(t *testing.T) {
 			env: agent.Envelope{
 				Provider: "p", Model: "m", LatencyMS: 300000, SessionID: "mcp-2",
 				ToolCalls: []agent.ToolCallSummary{{Name: "bash", DurationMS: 299000, Success: false, Summary: "interrupted: timeout"}},
-				Error:     &ask.Error{Kind: ask.KindTimeout, Message: "agent run did not finish within 300 seconds (timed out while running tool bash)"},
+				Error:     &ask.Error{Kind: errkinds.Timeout, Message: "agent run did not finish within 300 seconds (timed out while running tool bash)"},
 			},
 			want: `{"schema":"garra.agent.v1","ok":false,"error":{"kind":"timeout","message":"agent run did not finish within 300 seconds (timed out while running tool bash)"},"session_id":"mcp-2","tool_calls":[{"name":"bash","duration_ms":299000,"success":false,"summary":"interrupted: timeout"}]}`,
 		},

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/errkinds"
 	"github.com/garraia/garra/internal/llm"
 	"github.com/garraia/garra/internal/redact"
 )
@@ -147,21 +148,21 @@ func (c *Core) Provider(name string) (llm.Provider, error) {
 }
 
 // ErrorKind classifies a failed model call: timeout or provider_error.
-func ErrorKind(err error) string {
+func ErrorKind(err error) errkinds.Kind {
 	if errors.Is(err, context.DeadlineExceeded) {
-		return KindTimeout
+		return errkinds.Timeout
 	}
-	return KindProviderError
+	return errkinds.ProviderError
 }
 
 func (c *Core) failFromError(err error, timeoutSecs int) Envelope {
-	if ErrorKind(err) == KindTimeout {
-		return c.fail(KindTimeout, fmt.Sprintf("no answer within %d seconds", timeoutSecs))
+	if ErrorKind(err) == errkinds.Timeout {
+		return c.fail(errkinds.Timeout, fmt.Sprintf("no answer within %d seconds", timeoutSecs))
 	}
-	return c.fail(KindProviderError, err.Error())
+	return c.fail(errkinds.ProviderError, err.Error())
 }
 
-func (c *Core) fail(kind, msg string) Envelope {
+func (c *Core) fail(kind errkinds.Kind, msg string) Envelope {
 	return Envelope{Error: &Error{Kind: kind, Message: c.redactor().String(msg)}}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/errkinds"
 	"github.com/garraia/garra/internal/redact"
 	"github.com/garraia/garra/test/fakes/llmdouble"
 )
@@ -56,15 +57,15 @@ func TestAskFailures(t *testing.T) {
 		step     llmdouble.Step
 		env      map[string]string
 		timeout  int
-		wantKind string
+		wantKind errkinds.Kind
 		wantMsg  string
 	}{
-		{"401 redacted", llmdouble.Step{Status: 401, ErrorMessage: "bad key " + leakedKey}, map[string]string{"ANTHROPIC_API_KEY": "k"}, 5, ask.KindProviderError, "401"},
-		{"429", llmdouble.Step{Status: 429, ErrorMessage: "rate limited"}, map[string]string{"ANTHROPIC_API_KEY": "k"}, 5, ask.KindProviderError, "rate limited"},
-		{"500", llmdouble.Step{Status: 500, ErrorMessage: "overloaded"}, map[string]string{"ANTHROPIC_API_KEY": "k"}, 5, ask.KindProviderError, "overloaded"},
-		{"malformed", llmdouble.Step{Malformed: true}, map[string]string{"ANTHROPIC_API_KEY": "k"}, 5, ask.KindProviderError, "anthropic"},
-		{"slow", llmdouble.Step{Text: "late", Delay: 3 * time.Second}, map[string]string{"ANTHROPIC_API_KEY": "k"}, 1, ask.KindTimeout, "within 1 seconds"},
-		{"no key", llmdouble.Step{Text: "never"}, nil, 5, ask.KindProviderError, "ANTHROPIC_API_KEY"},
+		{"401 redacted", llmdouble.Step{Status: 401, ErrorMessage: "bad key " + leakedKey}, map[string]string{"ANTHROPIC_API_KEY": "k"}, 5, errkinds.ProviderError, "401"},
+		{"429", llmdouble.Step{Status: 429, ErrorMessage: "rate limited"}, map[string]string{"ANTHROPIC_API_KEY": "k"}, 5, errkinds.ProviderError, "rate limited"},
+		{"500", llmdouble.Step{Status: 500, ErrorMessage: "overloaded"}, map[string]string{"ANTHROPIC_API_KEY": "k"}, 5, errkinds.ProviderError, "overloaded"},
+		{"malformed", llmdouble.Step{Malformed: true}, map[string]string{"ANTHROPIC_API_KEY": "k"}, 5, errkinds.ProviderError, "anthropic"},
+		{"slow", llmdouble.Step{Text: "late", Delay: 3 * time.Second}, map[string]string{"ANTHROPIC_API_KEY": "k"}, 1, errkinds.Timeout, "within 1 seconds"},
+		{"no key", llmdouble.Step{Text: "never"}, nil, 5, errkinds.ProviderError, "ANTHROPIC_API_KEY"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,7 +102,7 @@ func TestAskUsage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		env := core.Ask(context.Background(), tt.req)
-		if env.OK || env.Error.Kind != ask.KindUsage || !strings.HasPrefix(env.Error.Message, tt.field) {
+		if env.OK || env.Error.Kind != errkinds.Usage || !strings.HasPrefix(env.Error.Message, tt.field) {
 			t.Errorf("%+v: got %+v", tt.req.Provider, env.Error)
 		}
 	}

@@ -1,16 +1,13 @@
 package ask
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/garraia/garra/internal/errkinds"
+)
 
 // Schema is the envelope's schema tag.
 const Schema = "garra.ask.v1"
-
-// Stable error kinds of garra.ask.v1 (and of garra.agent.v1, which shares them).
-const (
-	KindProviderError = "provider_error"
-	KindTimeout       = "timeout"
-	KindUsage         = "usage"
-)
 
 // Envelope is the garra.ask.v1 result. On success it carries answer,
 // provider, model and latency_ms; on failure only error. Marshal it with
@@ -26,8 +23,8 @@ type Envelope struct {
 
 // Error is the failure half of an envelope. Message is already redacted.
 type Error struct {
-	Kind    string `json:"kind"`
-	Message string `json:"message"`
+	Kind    errkinds.Kind `json:"kind"`
+	Message string        `json:"message"`
 }
 
 // MarshalJSON writes the two shapes the spec shows, field for field.
@@ -44,7 +41,7 @@ func (e Envelope) MarshalJSON() ([]byte, error) {
 	}
 	errPart := e.Error
 	if errPart == nil {
-		errPart = &Error{Kind: KindProviderError, Message: "unknown failure"}
+		errPart = &Error{Kind: errkinds.ProviderError, Message: "unknown failure"}
 	}
 	return json.Marshal(struct {
 		Schema string `json:"schema"`

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/garraia/garra/internal/errkinds"
 	"github.com/garraia/garra/internal/llm"
 )
 
@@ -22,12 +23,12 @@ const MaxHistoryBytes = 128 << 10
 func (c *Core) AskWithHistory(ctx context.Context, req Request, history []llm.Message) Envelope {
 	req, err := c.Normalize(req)
 	if err != nil {
-		return c.fail(KindUsage, err.Error())
+		return c.fail(errkinds.Usage, err.Error())
 	}
 	start := c.now()
 	provider, err := c.Provider(req.Provider)
 	if err != nil {
-		return c.fail(KindProviderError, err.Error())
+		return c.fail(errkinds.ProviderError, err.Error())
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(req.TimeoutSecs)*time.Second)
 	defer cancel()

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/garraia/garra/internal/ask"
+	"github.com/garraia/garra/internal/errkinds"
 	"github.com/garraia/garra/internal/llm"
 	"github.com/garraia/garra/test/fakes/llmdouble"
 )
@@ -51,7 +52,7 @@ func TestAskWithHistorySendsTheTurnsOnBothWireFamilies(t *testing.T) {
 func TestAskWithHistoryUsageAndEmptyHistory(t *testing.T) {
 	d := llmdouble.New(t) // echo
 	core := coreFor(t, "llm: {provider: openrouter, base_url: "+d.OpenAIBaseURL()+"}", map[string]string{"OPENROUTER_API_KEY": "k"})
-	if env := core.AskWithHistory(context.Background(), ask.Request{Message: "  "}, nil); env.OK || env.Error.Kind != ask.KindUsage {
+	if env := core.AskWithHistory(context.Background(), ask.Request{Message: "  "}, nil); env.OK || env.Error.Kind != errkinds.Usage {
 		t.Fatalf("empty message: %+v", env)
 	}
 	if env := core.AskWithHistory(context.Background(), ask.Request{Message: "ping"}, nil); !env.OK || env.Answer != "echo: ping" {

@@ -29,6 +29,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/garraia/garra/internal/errkinds"
 )
 
 // Surfaces: which server wrote the line.
@@ -71,7 +73,7 @@ type Record struct {
 	Resource string    // the resource read (a fixed URI or a URI template), or ""
 	Target   string    // written as Pseudonym(Target)
 	Outcome  string
-	Kind     string // the stable error kind, or ""
+	Kind     errkinds.Kind // the stable error kind, or ""
 	Provider string
 	Model    string
 	Latency  time.Duration
@@ -110,7 +112,7 @@ type line struct {
 }
 
 type lineError struct {
-	Kind string `json:"kind"`
+	Kind errkinds.Kind `json:"kind"`
 }
 
 // Options configures a Log.

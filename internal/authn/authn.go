@@ -13,6 +13,8 @@ import (
 	"context"
 	"errors"
 	"strings"
+
+	"github.com/garraia/garra/internal/errkinds"
 )
 
 // The authentication modes of an orchestrator entry.
@@ -21,30 +23,6 @@ const (
 	ModeServiceAccount = "serviceAccount"
 	ModeOIDC           = "oidc"
 )
-
-// The refusal kinds. unauthorized is the gateway's older label for a
-// missing bearer or an opaque token that no entry holds; the others say
-// which check a verifiable token failed.
-const (
-	KindUnauthorized       = "unauthorized"
-	KindInvalidToken       = "invalid_token"
-	KindTokenExpired       = "token_expired"
-	KindWrongAudience      = "wrong_audience"
-	KindIdentityNotAllowed = "identity_not_allowed"
-	KindAuthUnavailable    = "auth_unavailable"
-)
-
-// Messages are the refusal sentences, one per kind: what the caller reads
-// in the 401 (or 503) body. They are fixed so that nothing of the token or
-// of the issuer's error text reaches the caller.
-var Messages = map[string]string{
-	KindUnauthorized:       "invalid bearer token",
-	KindInvalidToken:       "the token is not valid: bad signature, algorithm, issuer or format",
-	KindTokenExpired:       "the token has expired or is not valid yet",
-	KindWrongAudience:      "the token's audience is not this gateway",
-	KindIdentityNotAllowed: "the token is valid but its identity is not an orchestrator of this gateway",
-	KindAuthUnavailable:    "the identity provider could not be reached: retry",
-}
 
 // Identity is who a token proved to be.
 type Identity struct {
@@ -64,27 +42,27 @@ type Identity struct {
 // Refusal is a token that proved nothing. Detail is for the gateway's log
 // (an issuer's or the API server's reason); it never holds the token.
 type Refusal struct {
-	Kind   string
+	Kind   errkinds.Kind
 	Detail string
 }
 
 func (r *Refusal) Error() string {
 	if r.Detail == "" {
-		return r.Kind
+		return string(r.Kind)
 	}
-	return r.Kind + ": " + r.Detail
+	return string(r.Kind) + ": " + r.Detail
 }
 
-func refuse(kind, detail string) error { return &Refusal{Kind: kind, Detail: detail} }
+func refuse(kind errkinds.Kind, detail string) error { return &Refusal{Kind: kind, Detail: detail} }
 
 // KindOf is the refusal kind of err: its Refusal's, else auth_unavailable
 // (a verifier that failed without a verdict).
-func KindOf(err error) string {
+func KindOf(err error) errkinds.Kind {
 	var r *Refusal
 	if errors.As(err, &r) {
 		return r.Kind
 	}
-	return KindAuthUnavailable
+	return errkinds.AuthUnavailable
 }
 
 // Authenticator resolves a bearer token. A nil error means the token
@@ -107,7 +85,7 @@ var errSkip = errors.New("not this authenticator's token")
 func (c Chain) Authenticate(ctx context.Context, token string) (Identity, error) {
 	token = strings.TrimSpace(token)
 	if token == "" {
-		return Identity{}, refuse(KindUnauthorized, "empty token")
+		return Identity{}, refuse(errkinds.Unauthorized, "empty token")
 	}
 	for _, a := range c {
 		if a == nil {
@@ -120,9 +98,9 @@ func (c Chain) Authenticate(ctx context.Context, token string) (Identity, error)
 		return id, err
 	}
 	if looksLikeJWT(token) {
-		return Identity{}, refuse(KindInvalidToken, "no configured issuer or API server verifies this JWT")
+		return Identity{}, refuse(errkinds.InvalidToken, "no configured issuer or API server verifies this JWT")
 	}
-	return Identity{}, refuse(KindUnauthorized, "no entry holds this token")
+	return Identity{}, refuse(errkinds.Unauthorized, "no entry holds this token")
 }
 
 // looksLikeJWT: three base64url segments, the compact JWS form.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+
+	"github.com/garraia/garra/internal/errkinds"
 )
 
 // OIDCEntry is one orchestrator that authenticates with a JWT from an
@@ -173,11 +175,11 @@ func (a *OIDC) Authenticate(ctx context.Context, token string) (Identity, error)
 		if fetchFailed {
 			return Identity{}, fmt.Errorf("%w: keys of %s: %w", errUnavailable, is.url, err)
 		}
-		return Identity{}, refuse(KindInvalidToken, err.Error())
+		return Identity{}, refuse(errkinds.InvalidToken, err.Error())
 	}
 	var claims map[string]any
 	if err := tok.Claims(&claims); err != nil {
-		return Identity{}, refuse(KindInvalidToken, "claims: "+err.Error())
+		return Identity{}, refuse(errkinds.InvalidToken, "claims: "+err.Error())
 	}
 	if err := checkTimes(tok.Expiry, claims["nbf"], now, a.skew); err != nil {
 		return Identity{}, err
@@ -189,14 +191,14 @@ func (a *OIDC) Authenticate(ctx context.Context, token string) (Identity, error)
 // not ahead, each within skew.
 func checkTimes(exp time.Time, nbf any, now time.Time, skew time.Duration) error {
 	if exp.IsZero() {
-		return refuse(KindInvalidToken, "no exp claim")
+		return refuse(errkinds.InvalidToken, "no exp claim")
 	}
 	if now.After(exp.Add(skew)) {
-		return refuse(KindTokenExpired, "expired at "+exp.UTC().Format(time.RFC3339))
+		return refuse(errkinds.TokenExpired, "expired at "+exp.UTC().Format(time.RFC3339))
 	}
 	if n, ok := nbf.(float64); ok {
 		if t := time.Unix(int64(n), 0); now.Add(skew).Before(t) {
-			return refuse(KindTokenExpired, "not valid before "+t.UTC().Format(time.RFC3339))
+			return refuse(errkinds.TokenExpired, "not valid before "+t.UTC().Format(time.RFC3339))
 		}
 	}
 	return nil
@@ -213,14 +215,14 @@ func (is *issuer) match(iss, sub string, aud []string, claims map[string]any) (I
 		}
 	}
 	if len(forUs) == 0 {
-		return Identity{}, refuse(KindWrongAudience, fmt.Sprintf("aud names none of this issuer's configured audiences (%d entries)", len(is.entries)))
+		return Identity{}, refuse(errkinds.WrongAudience, fmt.Sprintf("aud names none of this issuer's configured audiences (%d entries)", len(is.entries)))
 	}
 	for _, e := range forUs {
 		if claimsMatch(e, sub, claims) {
 			return Identity{Caller: e.Caller, Mode: ModeOIDC, Subject: iss + "#" + sub, Personal: true}, nil
 		}
 	}
-	return Identity{}, refuse(KindIdentityNotAllowed, "subject and claims match no entry of this issuer and audience")
+	return Identity{}, refuse(errkinds.IdentityNotAllowed, "subject and claims match no entry of this issuer and audience")
 }
 
 func claimsMatch(e OIDCEntry, sub string, claims map[string]any) bool {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/garraia/garra/internal/authn"
 	"github.com/garraia/garra/internal/authn/authntest"
+	"github.com/garraia/garra/internal/errkinds"
 )
 
 const (
@@ -30,7 +31,7 @@ func oidcChain(t *testing.T, is *authntest.Issuer) authn.Chain {
 	return authn.Chain{st, o}
 }
 
-func kind(err error) string {
+func kind(err error) errkinds.Kind {
 	if err == nil {
 		return ""
 	}
@@ -53,7 +54,7 @@ func TestOIDCEveryValidationPath(t *testing.T) {
 		name   string
 		token  string
 		caller string
-		kind   string
+		kind   errkinds.Kind
 	}{
 		{"right token", is.Sign(nil, base(nil)), "alpha", ""},
 		{"aud as a list", is.Sign(nil, base(map[string]any{"aud": []string{"x", audA}})), "alpha", ""},
@@ -61,25 +62,25 @@ func TestOIDCEveryValidationPath(t *testing.T) {
 		{"claims entry", is.Sign(nil, base(map[string]any{"sub": "svc-9", "groups": []string{"ops", "garra"}, "env": "prod"})), "gamma", ""},
 		{"expired a second ago, within skew", is.Sign(nil, base(map[string]any{"exp": now.Add(-time.Second).Unix()})), "alpha", ""},
 		{"owner key", "owner-key-0123456789", "owner", ""},
-		{"expired", is.Sign(nil, base(map[string]any{"exp": now.Add(-10 * time.Minute).Unix()})), "", authn.KindTokenExpired},
-		{"not valid yet", is.Sign(nil, base(map[string]any{"nbf": now.Add(10 * time.Minute).Unix()})), "", authn.KindTokenExpired},
-		{"no exp", is.Sign(nil, base(map[string]any{"exp": nil})), "", authn.KindInvalidToken},
-		{"wrong audience", is.Sign(nil, base(map[string]any{"aud": "https://elsewhere.example"})), "", authn.KindWrongAudience},
-		{"no audience", is.Sign(nil, base(map[string]any{"aud": nil})), "", authn.KindWrongAudience},
-		{"wrong iss, signed by the configured key", is.Sign(nil, base(map[string]any{"iss": "https://evil.example"})), "", authn.KindInvalidToken},
-		{"another issuer's valid token", other.Sign(nil, base(map[string]any{"iss": other.URL})), "", authn.KindInvalidToken},
-		{"configured iss, unpublished key", is.Sign(other.Key(), base(nil)), "", authn.KindInvalidToken},
-		{"alg none", authntest.Unsigned(base(nil)), "", authn.KindInvalidToken},
-		{"HS256 with the public key (PEM)", authntest.HS256(is.PublicKeyPEM(), base(nil)), "", authn.KindInvalidToken},
-		{"HS256 with the public key (DER)", authntest.HS256(is.PublicKeyDER(), base(nil)), "", authn.KindInvalidToken},
-		{"another orchestrator's subject", is.Sign(nil, base(map[string]any{"sub": "beta-bot"})), "", authn.KindIdentityNotAllowed},
-		{"unknown subject", is.Sign(nil, base(map[string]any{"sub": "mallory"})), "", authn.KindIdentityNotAllowed},
-		{"claims entry, one claim missing", is.Sign(nil, base(map[string]any{"sub": "svc-9", "groups": []string{"garra"}})), "", authn.KindIdentityNotAllowed},
-		{"claims entry, wrong type", is.Sign(nil, base(map[string]any{"sub": "svc-9", "groups": 7, "env": "prod"})), "", authn.KindIdentityNotAllowed},
-		{"tampered payload", tamper(is.Sign(nil, base(nil))), "", authn.KindInvalidToken},
-		{"JWT-shaped garbage", "eyJhbGciOi.eyJzdWIi.c2ln", "", authn.KindInvalidToken},
-		{"opaque wrong token", "not-a-token-at-all", "", authn.KindUnauthorized},
-		{"empty", "   ", "", authn.KindUnauthorized},
+		{"expired", is.Sign(nil, base(map[string]any{"exp": now.Add(-10 * time.Minute).Unix()})), "", errkinds.TokenExpired},
+		{"not valid yet", is.Sign(nil, base(map[string]any{"nbf": now.Add(10 * time.Minute).Unix()})), "", errkinds.TokenExpired},
+		{"no exp", is.Sign(nil, base(map[string]any{"exp": nil})), "", errkinds.InvalidToken},
+		{"wrong audience", is.Sign(nil, base(map[string]any{"aud": "https://elsewhere.example"})), "", errkinds.WrongAudience},
+		{"no audience", is.Sign(nil, base(map[string]any{"aud": nil})), "", errkinds.WrongAudience},
+		{"wrong iss, signed by the configured key", is.Sign(nil, base(map[string]any{"iss": "https://evil.example"})), "", errkinds.InvalidToken},
+		{"another issuer's valid token", other.Sign(nil, base(map[string]any{"iss": other.URL})), "", errkinds.InvalidToken},
+		{"configured iss, unpublished key", is.Sign(other.Key(), base(nil)), "", errkinds.InvalidToken},
+		{"alg none", authntest.Unsigned(base(nil)), "", errkinds.InvalidToken},
+		{"HS256 with the public key (PEM)", authntest.HS256(is.PublicKeyPEM(), base(nil)), "", errkinds.InvalidToken},
+		{"HS256 with the public key (DER)", authntest.HS256(is.PublicKeyDER(), base(nil)), "", errkinds.InvalidToken},
+		{"another orchestrator's subject", is.Sign(nil, base(map[string]any{"sub": "beta-bot"})), "", errkinds.IdentityNotAllowed},
+		{"unknown subject", is.Sign(nil, base(map[string]any{"sub": "mallory"})), "", errkinds.IdentityNotAllowed},
+		{"claims entry, one claim missing", is.Sign(nil, base(map[string]any{"sub": "svc-9", "groups": []string{"garra"}})), "", errkinds.IdentityNotAllowed},
+		{"claims entry, wrong type", is.Sign(nil, base(map[string]any{"sub": "svc-9", "groups": 7, "env": "prod"})), "", errkinds.IdentityNotAllowed},
+		{"tampered payload", tamper(is.Sign(nil, base(nil))), "", errkinds.InvalidToken},
+		{"JWT-shaped garbage", "eyJhbGciOi.eyJzdWIi.c2ln", "", errkinds.InvalidToken},
+		{"opaque wrong token", "not-a-token-at-all", "", errkinds.Unauthorized},
+		{"empty", "   ", "", errkinds.Unauthorized},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -130,7 +131,7 @@ func TestOIDCKeyRotation(t *testing.T) {
 	if is.JWKSFetches.Load() != fetches+1 {
 		t.Fatalf("JWKS fetched %d times after rotation, want %d", is.JWKSFetches.Load(), fetches+1)
 	}
-	if _, err := chain.Authenticate(ctx, old); kind(err) != authn.KindInvalidToken {
+	if _, err := chain.Authenticate(ctx, old); kind(err) != errkinds.InvalidToken {
 		t.Fatalf("a dropped key's token: %v", err)
 	}
 }
@@ -147,7 +148,7 @@ func TestOIDCIssuerUnreachable(t *testing.T) {
 	chain := authn.Chain{st, authn.NewOIDC([]authn.OIDCEntry{{Caller: "alpha", Issuer: deadURL, Audience: audA, Subject: "alpha-bot"}}, authn.OIDCOptions{})}
 	_, err := chain.Authenticate(context.Background(), is.Sign(nil, map[string]any{"iss": deadURL, "sub": "alpha-bot", "aud": audA}))
 	var r *authn.Refusal
-	if err == nil || errors.As(err, &r) || authn.KindOf(err) != authn.KindAuthUnavailable {
+	if err == nil || errors.As(err, &r) || authn.KindOf(err) != errkinds.AuthUnavailable {
 		t.Fatalf("got %v, want an auth_unavailable error that is no refusal", err)
 	}
 	if id, err := chain.Authenticate(context.Background(), "owner-key-0123456789"); err != nil || id.Caller != "owner" {

@@ -12,6 +12,8 @@ import (
 
 	authv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/garraia/garra/internal/errkinds"
 )
 
 // ServiceAccountEntry is one orchestrator that authenticates with a token
@@ -120,7 +122,7 @@ func (s *ServiceAccounts) Authenticate(ctx context.Context, token string) (Ident
 		return v.id, v.err
 	}
 	id, err := s.review(ctx, token, u, now)
-	if err != nil && KindOf(err) == KindAuthUnavailable {
+	if err != nil && KindOf(err) == errkinds.AuthUnavailable {
 		return Identity{}, err // no verdict: ask again next time
 	}
 	expires := now.Add(s.bound)
@@ -152,7 +154,7 @@ func (s *ServiceAccounts) review(ctx context.Context, token string, u unverified
 		Token: token, Audiences: []string{s.audience},
 	}}, metav1.CreateOptions{})
 	if err != nil {
-		s.observe(KindAuthUnavailable)
+		s.observe(string(errkinds.AuthUnavailable))
 		return Identity{}, fmt.Errorf("tokenreview: %w", err)
 	}
 	st := res.Status
@@ -163,22 +165,22 @@ func (s *ServiceAccounts) review(ctx context.Context, token string, u unverified
 		// of its reasons it most likely was.
 		switch {
 		case u.Expiry != nil && now.After(time.Unix(int64(*u.Expiry), 0)):
-			out = refuse(KindTokenExpired, "the API server did not authenticate it: "+st.Error)
+			out = refuse(errkinds.TokenExpired, "the API server did not authenticate it: "+st.Error)
 		case !u.Audience.has(s.audience) && strings.Contains(st.Error, "audience"):
-			out = refuse(KindWrongAudience, "the API server did not authenticate it for "+s.audience)
+			out = refuse(errkinds.WrongAudience, "the API server did not authenticate it for "+s.audience)
 		default:
-			out = refuse(KindInvalidToken, "the API server did not authenticate it: "+st.Error)
+			out = refuse(errkinds.InvalidToken, "the API server did not authenticate it: "+st.Error)
 		}
 	case !slices.Contains(st.Audiences, s.audience):
-		out = refuse(KindWrongAudience, "the review's audiences do not include "+s.audience)
+		out = refuse(errkinds.WrongAudience, "the review's audiences do not include "+s.audience)
 	default:
 		if caller, ok := s.byUser[st.User.Username]; ok {
 			s.observe("ok")
 			return Identity{Caller: caller, Mode: ModeServiceAccount, Subject: st.User.Username}, nil
 		}
-		out = refuse(KindIdentityNotAllowed, "the reviewed user is no entry's ServiceAccount")
+		out = refuse(errkinds.IdentityNotAllowed, "the reviewed user is no entry's ServiceAccount")
 	}
-	s.observe(KindOf(out))
+	s.observe(string(KindOf(out)))
 	return Identity{}, out
 }
 

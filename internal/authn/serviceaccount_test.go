@@ -13,6 +13,7 @@ import (
 
 	"github.com/garraia/garra/internal/authn"
 	"github.com/garraia/garra/internal/authn/authntest"
+	"github.com/garraia/garra/internal/errkinds"
 )
 
 // fakeReviewer answers a TokenReview from a table keyed by token, the way
@@ -79,16 +80,17 @@ func TestServiceAccountsTable(t *testing.T) {
 	}
 	chain := authn.Chain{&authn.Static{}, sa}
 	cases := []struct {
-		name, token, caller, kind string
-		reviewed                  bool
+		name, token, caller string
+		kind                errkinds.Kind
+		reviewed            bool
 	}{
 		{"its own token", good, "n8n", "", true},
-		{"another ServiceAccount", other, "", authn.KindIdentityNotAllowed, true},
-		{"another audience", otherAud, "", authn.KindWrongAudience, true},
-		{"expired", expired, "", authn.KindTokenExpired, true},
-		{"deleted ServiceAccount", deleted, "", authn.KindInvalidToken, true},
-		{"a review without our audience", legacyNoAud, "", authn.KindWrongAudience, true},
-		{"opaque: never sent to the API server", "static-guess-123", "", authn.KindUnauthorized, false},
+		{"another ServiceAccount", other, "", errkinds.IdentityNotAllowed, true},
+		{"another audience", otherAud, "", errkinds.WrongAudience, true},
+		{"expired", expired, "", errkinds.TokenExpired, true},
+		{"deleted ServiceAccount", deleted, "", errkinds.InvalidToken, true},
+		{"a review without our audience", legacyNoAud, "", errkinds.WrongAudience, true},
+		{"opaque: never sent to the API server", "static-guess-123", "", errkinds.Unauthorized, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -163,7 +165,7 @@ func TestServiceAccountsCache(t *testing.T) {
 	}
 	clock = clock.Add(2 * time.Second) // past exp, well within the bound
 	rev.status[short] = authv1.TokenReviewStatus{Error: "token is expired"}
-	if err := call(short); authn.KindOf(err) != authn.KindTokenExpired {
+	if err := call(short); authn.KindOf(err) != errkinds.TokenExpired {
 		t.Fatalf("after its exp: %v", err)
 	}
 	if sa.Reviews() != 4 {
@@ -173,7 +175,7 @@ func TestServiceAccountsCache(t *testing.T) {
 	rev.fail = errors.New("connection refused")
 	clock = clock.Add(time.Minute)
 	for range 2 {
-		if err := call(long); authn.KindOf(err) != authn.KindAuthUnavailable {
+		if err := call(long); authn.KindOf(err) != errkinds.AuthUnavailable {
 			t.Fatalf("API server down: %v", err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // GatewayAuth is the gateway side of the identity modes.
@@ -128,7 +129,7 @@ func (c *Config) checkAuth(getenv func(string) string, readFile func(string) (st
 		}
 		if sa := o.Auth.ServiceAccount; sa != nil {
 			for _, kv := range [][2]string{{"namespace", sa.Namespace}, {"name", sa.Name}} {
-				if !dnsSubdomain.MatchString(kv[1]) {
+				if !dnsSubdomain().MatchString(kv[1]) {
 					add(f+".service_account."+kv[0], "%q is not a Kubernetes name", kv[1])
 				}
 			}
@@ -162,7 +163,9 @@ func (c *Config) checkAuth(getenv func(string) string, readFile func(string) (st
 }
 
 // dnsSubdomain is a Kubernetes object name (a ServiceAccount's may have dots).
-var dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+var dnsSubdomain = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+})
 
 // CheckIssuerURL accepts https, or http to a loopback host (a local issuer in
 // development); no query or fragment, which discovery cannot carry.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // OrchestratorTools is the closed set of tool names an orchestrator may list.
@@ -36,7 +37,9 @@ type Problem struct {
 
 func (p Problem) String() string { return p.Field + ": " + p.Message }
 
-var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+var dnsLabel = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+})
 
 // Check lists every problem of c, in file order. getenv resolves the
 // variables the file names (keys are never in the file), and the secret
@@ -138,7 +141,7 @@ func (c *Config) CheckWith(getenv func(string) string, readFile func(string) (st
 		switch {
 		case o.Name == "":
 			add(field+".name", "required")
-		case !dnsLabel.MatchString(o.Name) || len(o.Name) > 40:
+		case !dnsLabel().MatchString(o.Name) || len(o.Name) > 40:
 			add(field+".name", "%q must be a DNS label of at most 40 characters", o.Name)
 		case seen[o.Name]:
 			add(field+".name", "duplicate orchestrator %q", o.Name)

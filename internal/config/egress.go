@@ -8,11 +8,14 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // hostName is a DNS name: dot-separated labels of letters, digits, hyphens
 // (not at either end) and underscores, with an optional trailing dot.
-var hostName = regexp.MustCompile(`(?i)^([a-z0-9_]([-a-z0-9_]{0,61}[a-z0-9_])?\.)*[a-z0-9_]([-a-z0-9_]{0,61}[a-z0-9_])?\.?$`)
+var hostName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)^([a-z0-9_]([-a-z0-9_]{0,61}[a-z0-9_])?\.)*[a-z0-9_]([-a-z0-9_]{0,61}[a-z0-9_])?\.?$`)
+})
 
 // ParseWebFetchHost checks one gateway.mcp_http.web_fetch_allowed_hosts
 // entry: a host name or IP address (any port), or host:port ([v6]:port
@@ -43,7 +46,7 @@ func ParseWebFetchHost(entry string) error {
 		}
 		return nil
 	}
-	if len(host) > 253 || !hostName.MatchString(host) {
+	if len(host) > 253 || !hostName().MatchString(host) {
 		return fmt.Errorf("%q is not a host or host:port: write example.internal, 10.0.0.5 or example.internal:8443, without scheme, path or wildcard", entry)
 	}
 	return nil

@@ -2,10 +2,10 @@
 // surface: the error.kind labels of the garra.ask.v1, garra.agent.v1 and
 // garra.mcp.v1 envelopes (and of the audit file), the HTTP statuses of
 // POST /mcp with their bodies, and the JSON-RPC codes both MCP servers
-// answer with. docs/errors.md is generated from it, and tests keep it
-// honest: every Kind* constant in the code must have a row (checked by
-// parsing the source), every row naming a constant must still match it,
-// and every HTTP row is replayed against a real gateway.
+// answer with. Every surface writes the constants and rows of this
+// package, so a label cannot drift from its documentation: there is no
+// second copy to drift. docs/errors.md is generated from it, and every
+// HTTP row is replayed against a real gateway.
 //
 // The package holds data only and imports nothing of the project, so that
 // any package (and the docs) can use it without a cycle.
@@ -16,12 +16,112 @@ import (
 	"strings"
 )
 
-// Kind is one stable error.kind label.
-type Kind struct {
-	Kind string
-	// Const is the Go constant that defines the label ("gateway.KindNotFound"),
-	// or "" for a label the code writes as a literal.
-	Const string
+// Kind is one stable error.kind label. Its Go name is the label in
+// CamelCase (provider_error is ProviderError): the docs derive one from
+// the other.
+type Kind string
+
+// The labels of the envelopes and the audit file, in the order of the
+// docs' first table.
+const (
+	ProviderError Kind = "provider_error"
+	Timeout       Kind = "timeout"
+	Usage         Kind = "usage"
+
+	ToolNotAllowed     Kind = "tool_not_allowed"
+	ToolDenied         Kind = "tool_denied"
+	SendDisabled       Kind = "send_disabled"
+	NoAllowlist        Kind = "no_allowlist"
+	TargetNotAllowed   Kind = "target_not_allowed"
+	ChannelUnsupported Kind = "channel_unsupported"
+	// RateLimited is the shared send budget of garra_send_message; the
+	// per-IP request limit is TooManyRequests.
+	RateLimited        Kind = "rate_limited"
+	TooManyRequests    Kind = "too_many_requests"
+	Draining           Kind = "draining"
+	ChannelOffline     Kind = "channel_offline"
+	DeliveryFailed     Kind = "delivery_failed"
+	AskDisabled        Kind = "ask_disabled"
+	AgentDisabled      Kind = "agent_disabled"
+	ModelNotAllowed    Kind = "model_not_allowed"
+	OverBudget         Kind = "over_budget"
+	NotFound           Kind = "not_found"
+	InvalidParams      Kind = "invalid_params"
+	Unavailable        Kind = "unavailable"
+	Unauthorized       Kind = "unauthorized"
+	InvalidToken       Kind = "invalid_token"
+	TokenExpired       Kind = "token_expired"
+	WrongAudience      Kind = "wrong_audience"
+	IdentityNotAllowed Kind = "identity_not_allowed"
+	AuthUnavailable    Kind = "auth_unavailable"
+	Internal           Kind = "internal"
+)
+
+// The kinds only the HTTP layer records (audit and metrics): no envelope
+// carries them, so they have rows in HTTP only.
+const (
+	OriginRefused  Kind = "origin_refused"
+	HostNotAllowed Kind = "host_not_allowed"
+	NotAcceptable  Kind = "not_acceptable"
+	// NotOwner is a chat API (/api/*) call by an orchestrator: the API is
+	// the owner's alone.
+	NotOwner Kind = "not_owner"
+)
+
+// Message is the fixed sentence a refusal envelope of kind k carries. None
+// names the requested destination or anything the caller did not already
+// send. A kind whose message is written where it happens (a provider's
+// redacted error, a timeout) has none here and answers its label.
+func (k Kind) Message() string {
+	switch k {
+	case ToolNotAllowed:
+		return "this caller may not use this tool"
+	case ToolDenied:
+		return "this tool is in this caller's deny_tools"
+	case SendDisabled:
+		return "sending is disabled on this gateway (gateway.mcp_http.allow_send)"
+	case NoAllowlist:
+		return "no destination is approved for sending (channels.telegram.proactive_chat_ids)"
+	case TargetNotAllowed:
+		return "the destination is not approved for this caller"
+	case ChannelUnsupported:
+		return "only the telegram channel can be sent to"
+	case RateLimited:
+		return "the shared send budget is exhausted; try again in a minute"
+	case ChannelOffline:
+		return "the channel is not running"
+	case DeliveryFailed:
+		return "the channel refused the message; the gateway log has the reason"
+	case AskDisabled:
+		return "garra_ask is disabled on this gateway (gateway.mcp_http.allow_ask)"
+	case AgentDisabled:
+		return "garra_agent is disabled on this gateway (gateway.mcp_http.allow_agent)"
+	case ModelNotAllowed:
+		return "the model is not in gateway.mcp_http.ask_allowed_models"
+	case OverBudget:
+		return "the per-minute budget for this tool is exhausted; try again later"
+	case NotFound:
+		return "no such conversation"
+	case Unavailable:
+		return "the conversation store is unavailable"
+	}
+	return string(k)
+}
+
+// GoName is the constant's name: the label in CamelCase.
+func (k Kind) GoName() string {
+	var b strings.Builder
+	for w := range strings.SplitSeq(string(k), "_") {
+		if w != "" {
+			b.WriteString(strings.ToUpper(w[:1]) + w[1:])
+		}
+	}
+	return b.String()
+}
+
+// Row is one line of the docs' error.kind table.
+type Row struct {
+	Kind Kind
 	// Where says which envelopes (or records) carry it and on which surface.
 	Where string
 	// Meaning says when it happens and what fixes it.
@@ -40,7 +140,7 @@ type HTTPStatus struct {
 	Body string
 	// Audit is the kind recorded in garra_mcp_refusals_total and the audit
 	// file, or "" when the status is not recorded.
-	Audit string
+	Audit Kind
 	When  string
 }
 
@@ -55,96 +155,133 @@ type RPCCode struct {
 
 // Kinds are the error.kind labels, grouped: the shared ask/agent labels,
 // then the gateway's.
-var Kinds = []Kind{
-	{"provider_error", "ask.KindProviderError", "garra.ask.v1, garra.agent.v1 (stdio, http)",
+var Kinds = []Row{
+	{ProviderError, "garra.ask.v1, garra.agent.v1 (stdio, http)",
 		"The LLM provider failed or could not be reached (bad key, network, HTTP error). The message is redacted. Check the key with `garra config check`; retry later."},
-	{"timeout", "ask.KindTimeout", "garra.ask.v1, garra.agent.v1 (stdio, http)",
+	{Timeout, "garra.ask.v1, garra.agent.v1 (stdio, http)",
 		"The call did not finish within timeout_secs (for garra_agent: the whole run). Ask for more time within the bounds, or split the task."},
-	{"usage", "ask.KindUsage", "`garra ask` (exit 2); stdio audit lines",
+	{Usage, "`garra ask` (exit 2); stdio audit lines",
 		"Bad arguments. The MCP servers answer these with JSON-RPC -32602 naming the field instead of an envelope; the stdio audit line records the kind `usage`."},
 
-	{"tool_not_allowed", "gateway.KindToolNotAllowed", "every envelope (http); audit",
+	{ToolNotAllowed, "every envelope (http); audit",
 		"The caller's `tools` list does not grant this tool (the owner never has garra_agent). Also the audit kind of a resource read the caller's tools do not allow."},
-	{"tool_denied", "gateway.KindToolDenied", "every envelope (http); audit",
+	{ToolDenied, "every envelope (http); audit",
 		"The orchestrator's `deny_tools` lists this tool. Deny wins over its `tools` list; remove the entry to allow it."},
-	{"send_disabled", "gateway.KindSendDisabled", "garra.mcp.v1 (http)",
+	{SendDisabled, "garra.mcp.v1 (http)",
 		"gateway.mcp_http.allow_send is false."},
-	{"no_allowlist", "gateway.KindNoAllowlist", "garra.mcp.v1 (http)",
+	{NoAllowlist, "garra.mcp.v1 (http)",
 		"Sending is on but channels.telegram.proactive_chat_ids is empty: nothing is approved."},
-	{"target_not_allowed", "gateway.KindTargetNotAllowed", "garra.mcp.v1 (http)",
+	{TargetNotAllowed, "garra.mcp.v1 (http)",
 		"The destination is not in proactive_chat_ids, or outside the orchestrator's `chats`. The chat id is never echoed."},
-	{"channel_unsupported", "gateway.KindChannelUnsupported", "garra.mcp.v1 (http)",
+	{ChannelUnsupported, "garra.mcp.v1 (http)",
 		"Only telegram can be sent to."},
-	{"rate_limited", "gateway.KindRateLimited", "garra.mcp.v1 (http)",
+	{RateLimited, "garra.mcp.v1 (http)",
 		"The shared send budget of garra_send_message (5 per minute for the whole gateway) is spent. Wait a minute."},
-	{"too_many_requests", "gateway.KindTooManyRequests", "HTTP 429 body (http); metrics",
+	{TooManyRequests, "HTTP 429 body (http); metrics",
 		"The per-IP request limit gateway.rate_limit.requests_per_minute is spent (a JSON-RPC batch counts each of its requests). Not the send budget, which is rate_limited. Wait for Retry-After."},
-	{"draining", "gateway.KindDraining", "HTTP 503 body (http); audit",
+	{Draining, "HTTP 503 body (http); audit",
 		"The gateway is shutting down (SIGTERM): calls in flight finish up to gateway.drain_seconds, new requests are refused. Retry; a restarted or other replica answers."},
-	{"channel_offline", "gateway.KindChannelOffline", "garra.mcp.v1 (http)",
+	{ChannelOffline, "garra.mcp.v1 (http)",
 		"The channel is not running (e.g. no Telegram bot token)."},
-	{"delivery_failed", "gateway.KindDeliveryFailed", "garra.mcp.v1 (http)",
+	{DeliveryFailed, "garra.mcp.v1 (http)",
 		"The channel refused the message; its own text is in the gateway log, never in the response."},
-	{"ask_disabled", "gateway.KindAskDisabled", "garra.ask.v1 (http)",
+	{AskDisabled, "garra.ask.v1 (http)",
 		"gateway.mcp_http.allow_ask is false."},
-	{"agent_disabled", "gateway.KindAgentDisabled", "garra.agent.v1 (http)",
+	{AgentDisabled, "garra.agent.v1 (http)",
 		"gateway.mcp_http.allow_agent is false."},
-	{"model_not_allowed", "gateway.KindModelNotAllowed", "garra.ask.v1, garra.agent.v1 (http)",
+	{ModelNotAllowed, "garra.ask.v1, garra.agent.v1 (http)",
 		"The model is not in gateway.mcp_http.ask_allowed_models (empty = the project default model only). Nothing left the machine."},
-	{"over_budget", "gateway.KindOverBudget", "garra.ask.v1, garra.agent.v1 (http)",
+	{OverBudget, "garra.ask.v1, garra.agent.v1 (http)",
 		"The per-minute budget of garra_ask or garra_agent is spent; the provider was not called. garra://policy shows what is left."},
-	{"not_found", "gateway.KindNotFound", "garra.mcp.v1 (http); audit",
+	{NotFound, "garra.mcp.v1 (http); audit",
 		"No such conversation, or one outside the caller's `chats` (the two read the same). In the audit file also an unknown tool, resource or URI."},
-	{"invalid_params", "gateway.KindInvalidParams", "audit (http)",
+	{InvalidParams, "audit (http)",
 		"Arguments rejected; the caller gets JSON-RPC -32602 naming the field, and the gateway's audit and metrics record this kind."},
-	{"unavailable", "gateway.KindUnavailable", "garra.mcp.v1 (http); audit",
+	{Unavailable, "garra.mcp.v1 (http); audit",
 		"The conversation store failed (the gateway log has why). Resource reads answer JSON-RPC -32603 instead."},
-	{"unauthorized", "authn.KindUnauthorized", "HTTP 401 body (http); audit; metrics",
+	{Unauthorized, "HTTP 401 body (http); audit; metrics",
 		"No bearer token, or an opaque one that is neither the owner's key nor a token-mode orchestrator's. The WWW-Authenticate challenge points at the protected resource metadata."},
-	{"invalid_token", "authn.KindInvalidToken", "HTTP 401 body (http); audit; metrics",
+	{InvalidToken, "HTTP 401 body (http); audit; metrics",
 		"A JWT that proved nothing: bad or unknown signature key, alg none, an HMAC algorithm, an issuer no orchestrator names, no exp, or a ServiceAccount token the API server did not authenticate (a deleted ServiceAccount, a deleted bound object). Get a fresh token from the right issuer."},
-	{"token_expired", "authn.KindTokenExpired", "HTTP 401 body (http); audit; metrics",
+	{TokenExpired, "HTTP 401 body (http); audit; metrics",
 		"The token's exp is past or its nbf ahead, beyond 30 s of clock skew (for a ServiceAccount token: the API server refused it and its exp is past). Refresh it; a projected token is refreshed by the kubelet, re-read the file."},
-	{"wrong_audience", "authn.KindWrongAudience", "HTTP 401 body (http); audit; metrics",
+	{WrongAudience, "HTTP 401 body (http); audit; metrics",
 		"A token for another service: its aud is not the orchestrator's oidc.audience, or not gateway.auth.audience (for ServiceAccount tokens, the projected volume's audience). Request the token for this gateway."},
-	{"identity_not_allowed", "authn.KindIdentityNotAllowed", "HTTP 401 body (http); audit; metrics",
+	{IdentityNotAllowed, "HTTP 401 body (http); audit; metrics",
 		"A valid token for this gateway whose identity is no orchestrator's: another ServiceAccount, or an OIDC subject or claims that match no entry (also another orchestrator's subject under an audience that entry does not use). Add an orchestrator for it, or use that orchestrator's own token."},
-	{"auth_unavailable", "authn.KindAuthUnavailable", "HTTP 503 body (http); audit; metrics",
+	{AuthUnavailable, "HTTP 503 body (http); audit; metrics",
 		"The verdict could not be reached: the OIDC issuer's discovery or keys, or the API server's TokenReview, failed. Nothing is cached; retry after Retry-After. The gateway log says which."},
-	{"internal", "", "garra.mcp.v1 (http)",
+	{Internal, "garra.mcp.v1 (http)",
 		"A result could not be encoded. A bug: report it with the gateway log."},
+}
+
+// The gateway's own refusals of POST /mcp: each is written from its row,
+// so the status, body and audit kind are the ones documented.
+var (
+	RefuseDraining = HTTPStatus{503, string(Draining), "the gateway is shutting down: retry in a few seconds", Draining,
+		"A request that arrives after SIGTERM, while the calls in flight drain (up to gateway.drain_seconds); /readyz answers 503 draining first. Retry-After: 5."}
+	RefuseTooManyRequests = HTTPStatus{429, string(TooManyRequests), "too many requests", TooManyRequests,
+		"The per-IP limit gateway.rate_limit.requests_per_minute is spent; Retry-After: 60. Counted in metrics, not in the audit file (a flood must not rotate it away)."}
+	RefuseBatchTooManyRequests = HTTPStatus{429, string(TooManyRequests), "too many requests: a JSON-RPC batch counts each of its requests", TooManyRequests,
+		"An authenticated JSON-RPC batch needs more of the per-IP limit than is left: each request in it counts (the POST itself counts one, refused or not). Send fewer at once; Retry-After: 60."}
+	RefuseCrossOrigin = HTTPStatus{403, "forbidden", "cross-origin request refused", OriginRefused,
+		"A browser page fired the request (cross-site Origin). MCP clients send none."}
+	RefuseHost = HTTPStatus{403, "forbidden", "invalid Host header", HostNotAllowed,
+		"The Host is neither loopback nor one of gateway.allowed_hosts (anti DNS rebinding)."}
+	RefuseMissingBearer = HTTPStatus{401, string(Unauthorized), "missing bearer token", Unauthorized,
+		"No `Authorization: Bearer` header."}
+	RefuseInvalidBearer = HTTPStatus{401, string(Unauthorized), "invalid bearer token", Unauthorized,
+		"An opaque token that is neither the gateway's owner key nor a token-mode orchestrator's (from its key_file or key_env)."}
+	RefuseInvalidToken = HTTPStatus{401, string(InvalidToken), "the token is not valid: bad signature, algorithm, issuer or format", InvalidToken,
+		"A JWT no configured issuer or the API server verifies. WWW-Authenticate carries error=\"invalid_token\" for this row and the three below."}
+	RefuseTokenExpired = HTTPStatus{401, string(TokenExpired), "the token has expired or is not valid yet", TokenExpired,
+		"exp past or nbf ahead, beyond the clock skew."}
+	RefuseWrongAudience = HTTPStatus{401, string(WrongAudience), "the token's audience is not this gateway", WrongAudience,
+		"The token was issued for another audience."}
+	RefuseIdentityNotAllowed = HTTPStatus{401, string(IdentityNotAllowed), "the token is valid but its identity is not an orchestrator of this gateway", IdentityNotAllowed,
+		"Verified, for this gateway, but no orchestrator's ServiceAccount, subject or claims."}
+	RefuseAuthUnavailable = HTTPStatus{503, string(AuthUnavailable), "the identity provider could not be reached: retry", AuthUnavailable,
+		"The OIDC issuer or the API server could not be asked. Retry-After: 5."}
+	RefuseNotAcceptable = HTTPStatus{406, string(NotAcceptable), "Accept must list both application/json and text/event-stream", NotAcceptable,
+		"The Streamable HTTP Accept rule."}
+)
+
+// AuthRefusal is the refusal for a token that failed authentication with
+// kind k (an authn verdict). A kind that is no authn verdict is the
+// identity provider that could not answer: the token may well be good.
+func AuthRefusal(k Kind) HTTPStatus {
+	switch k {
+	case Unauthorized:
+		return RefuseInvalidBearer
+	case InvalidToken:
+		return RefuseInvalidToken
+	case TokenExpired:
+		return RefuseTokenExpired
+	case WrongAudience:
+		return RefuseWrongAudience
+	case IdentityNotAllowed:
+		return RefuseIdentityNotAllowed
+	}
+	return RefuseAuthUnavailable
 }
 
 // HTTP is every status of POST /mcp, in the order the layers run.
 var HTTP = []HTTPStatus{
 	{404, "", "404 page not found", "",
 		"gateway.mcp_http.enabled is false, or there is no gateway.api_key: the route does not exist (not 403, which would confirm something is there)."},
-	{503, "draining", "the gateway is shutting down: retry in a few seconds", "draining",
-		"A request that arrives after SIGTERM, while the calls in flight drain (up to gateway.drain_seconds); /readyz answers 503 draining first. Retry-After: 5."},
-	{429, "too_many_requests", "too many requests", "too_many_requests",
-		"The per-IP limit gateway.rate_limit.requests_per_minute is spent; Retry-After: 60. Counted in metrics, not in the audit file (a flood must not rotate it away)."},
-	{429, "too_many_requests", "too many requests: a JSON-RPC batch counts each of its requests", "too_many_requests",
-		"An authenticated JSON-RPC batch needs more of the per-IP limit than is left: each request in it counts (the POST itself counts one, refused or not). Send fewer at once; Retry-After: 60."},
-	{403, "forbidden", "cross-origin request refused", "origin_refused",
-		"A browser page fired the request (cross-site Origin). MCP clients send none."},
-	{403, "forbidden", "invalid Host header", "host_not_allowed",
-		"The Host is neither loopback nor one of gateway.allowed_hosts (anti DNS rebinding)."},
-	{401, "unauthorized", "missing bearer token", "unauthorized",
-		"No `Authorization: Bearer` header."},
-	{401, "unauthorized", "invalid bearer token", "unauthorized",
-		"An opaque token that is neither the gateway's owner key nor a token-mode orchestrator's (from its key_file or key_env)."},
-	{401, "invalid_token", "the token is not valid: bad signature, algorithm, issuer or format", "invalid_token",
-		"A JWT no configured issuer or the API server verifies. WWW-Authenticate carries error=\"invalid_token\" for this row and the three below."},
-	{401, "token_expired", "the token has expired or is not valid yet", "token_expired",
-		"exp past or nbf ahead, beyond the clock skew."},
-	{401, "wrong_audience", "the token's audience is not this gateway", "wrong_audience",
-		"The token was issued for another audience."},
-	{401, "identity_not_allowed", "the token is valid but its identity is not an orchestrator of this gateway", "identity_not_allowed",
-		"Verified, for this gateway, but no orchestrator's ServiceAccount, subject or claims."},
-	{503, "auth_unavailable", "the identity provider could not be reached: retry", "auth_unavailable",
-		"The OIDC issuer or the API server could not be asked. Retry-After: 5."},
-	{406, "not_acceptable", "Accept must list both application/json and text/event-stream", "not_acceptable",
-		"The Streamable HTTP Accept rule."},
+	RefuseDraining,
+	RefuseTooManyRequests,
+	RefuseBatchTooManyRequests,
+	RefuseCrossOrigin,
+	RefuseHost,
+	RefuseMissingBearer,
+	RefuseInvalidBearer,
+	RefuseInvalidToken,
+	RefuseTokenExpired,
+	RefuseWrongAudience,
+	RefuseIdentityNotAllowed,
+	RefuseAuthUnavailable,
+	RefuseNotAcceptable,
 	{405, "", "Method Not Allowed", "",
 		"GET or DELETE: the transport is stateless, POST only."},
 	{415, "", "Content-Type must be 'application/json'", "",
@@ -159,6 +296,12 @@ var HTTP = []HTTPStatus{
 		"A method name the MCP SDK does not know at all (on stdio: -32601)."},
 }
 
+// The JSON-RPC errors whose whole message is fixed here.
+var (
+	RPCStoreUnavailable = RPCCode{-32603, "CodeInternalError", "the conversation store is unavailable", "A garra://chats read while the conversation store fails."}
+	RPCParseError       = RPCCode{-32700, "CodeParseError", "Parse error: the line is not valid JSON", "On stdio, a line that is not JSON. The id is null; the server goes on reading the next line."}
+)
+
 // JSONRPC is every JSON-RPC error code the MCP servers answer with, on both
 // surfaces.
 var JSONRPC = []RPCCode{
@@ -166,14 +309,14 @@ var JSONRPC = []RPCCode{
 	{-32602, "CodeInvalidParams", "`<field>: …`", "Invalid tool arguments (unknown property, wrong type, out of range, a model outside GARRAIA_MCP_MODEL_ALLOWLIST on stdio); invalid prompt arguments (the message starts with the argument's name)."},
 	{-32602, "CodeInvalidParams", `unknown tool "…"` + ", " + `unknown prompt "…"`, "A tool or prompt this server does not offer to this caller (garra_agent on stdio without GARRAIA_MCP_ENABLE_TOOLS; delegate_task for a caller without garra_agent). A gateway tool that is only hidden is a refusal envelope instead."},
 	{-32602, "CodeInvalidParams", "Resource not found", "An unknown resource URI, a resource the caller's tools do not allow, or a conversation outside its `chats`: identical, data {\"uri\": the URI asked for}, so it is no existence oracle."},
-	{-32603, "CodeInternalError", "the conversation store is unavailable", "A garra://chats read while the conversation store fails."},
+	RPCStoreUnavailable,
 }
 
 // StdioJSONRPC are the codes only `garra mcp-server` answers with: its line
 // reader's replies to input that is not JSON-RPC (over HTTP such a body is
 // a 400).
 var StdioJSONRPC = []RPCCode{
-	{-32700, "CodeParseError", "Parse error: the line is not valid JSON", "On stdio, a line that is not JSON. The id is null; the server goes on reading the next line."},
+	RPCParseError,
 	{-32600, "CodeInvalidRequest", "Invalid Request: …", "On stdio, a JSON line that is not a JSON-RPC 2.0 message (no or wrong `jsonrpc`, an id that is neither a string nor a number, an empty batch), or a line over 16 MiB. The id is the line's when it has a usable one, else null; the server goes on reading."},
 }
 
@@ -190,11 +333,7 @@ func Markdown() string {
 	b.WriteString("`{\"schema\":…,\"ok\":false,\"error\":{\"kind\":…,\"message\":…}}`. The same labels appear as `{\"error\":{\"kind\":…}}` in the audit file.\n\n")
 	b.WriteString("| kind | defined by | where | meaning and fix |\n|---|---|---|---|\n")
 	for _, k := range Kinds {
-		def := "literal"
-		if k.Const != "" {
-			def = "`" + k.Const + "`"
-		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", k.Kind, def, cell(k.Where), cell(k.Meaning))
+		fmt.Fprintf(&b, "| `%s` | `errkinds.%s` | %s | %s |\n", k.Kind, k.Kind.GoName(), cell(k.Where), cell(k.Meaning))
 	}
 
 	b.WriteString("\n## HTTP statuses of `POST /mcp`\n\n")
@@ -207,7 +346,7 @@ func Markdown() string {
 			code = "`" + h.Error + "`"
 		}
 		if h.Audit != "" {
-			audit = "`" + h.Audit + "`"
+			audit = "`" + string(h.Audit) + "`"
 		}
 		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s |\n", h.Status, code, cell(h.Body), audit, cell(h.When))
 	}

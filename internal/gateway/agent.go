@@ -18,6 +18,7 @@ import (
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/jail"
+	"github.com/garraia/garra/internal/toolchain"
 	"github.com/garraia/garra/internal/tools"
 )
 
@@ -47,15 +48,61 @@ func (g *policy) runAgent(ctx context.Context, c Caller, req ask.Request, timeou
 	}
 	defer closeExec()
 	r.Executor = exec
+	var environment string
+	if req.SystemPrompt == "" {
+		environment = g.sandboxToolchain(ctx, c)
+	}
 	env := r.Run(ctx, agent.Request{
 		Message:       req.Message,
 		Provider:      req.Provider,
 		Model:         req.Model,
 		SystemPrompt:  req.SystemPrompt,
+		Environment:   environment,
 		Timeout:       timeout,
 		SessionPrefix: "mcp-http-" + c.Name,
 	})
 	return env
+}
+
+// toolchainReadTimeout bounds reading a sandbox's toolchain before a run:
+// the sandbox discovers it at start and serves it from memory, so a slow
+// answer means a sandbox in trouble, and the run goes on without it.
+const toolchainReadTimeout = 5 * time.Second
+
+// sandboxToolchain is c's sandbox toolchain as a paragraph of the system
+// prompt, or "" when c has no sandbox or it cannot be read (the run goes
+// on; the model then finds out with bash).
+func (g *policy) sandboxToolchain(ctx context.Context, c Caller) string {
+	if c.Sandbox == nil || c.Sandbox.URL == "" {
+		return ""
+	}
+	rep, err := g.readSandboxToolchain(ctx, c)
+	if err != nil {
+		g.log.Warn("sandbox toolchain not read; the agent's prompt does not name it", "caller", c.Name, "error", err)
+		return ""
+	}
+	return toolchain.Summary(rep)
+}
+
+// readSandboxToolchain reads garra://sandbox/toolchain from c's own
+// sandbox with c's sandbox token, within toolchainReadTimeout, and
+// sanitises it: the sandbox is where bash runs, so what it says is data.
+func (g *policy) readSandboxToolchain(ctx context.Context, c Caller) (toolchain.Report, error) {
+	token, err := c.Sandbox.Token(g.getenv)
+	if err != nil {
+		return toolchain.Report{}, fmt.Errorf("sandbox token: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, toolchainReadTimeout)
+	defer cancel()
+	text, err := tools.NewRemote(tools.RemoteOptions{URL: c.Sandbox.URL, Token: token}).ReadResource(ctx, toolchain.URI)
+	if err != nil {
+		return toolchain.Report{}, err
+	}
+	var rep toolchain.Report
+	if err := json.Unmarshal([]byte(text), &rep); err != nil {
+		return toolchain.Report{}, fmt.Errorf("decode the toolchain: %w", err)
+	}
+	return toolchain.Sanitize(rep), nil
 }
 
 // executorFor picks where c's agent tools run: in its sandbox pod (plus

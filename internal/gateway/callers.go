@@ -8,6 +8,7 @@ import (
 
 	"github.com/garraia/garra/internal/authn"
 	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/errkinds"
 )
 
 // callers are a policy's authenticated identities: the authenticator that
@@ -160,7 +161,7 @@ func (cs *callers) authenticate(ctx context.Context, token string) (Caller, erro
 	}
 	c, ok := cs.byName[id.Caller]
 	if !ok { // an authenticator names only entries it was given
-		return Caller{}, &authn.Refusal{Kind: authn.KindIdentityNotAllowed, Detail: "no entry " + id.Caller}
+		return Caller{}, &authn.Refusal{Kind: errkinds.IdentityNotAllowed, Detail: "no entry " + id.Caller}
 	}
 	c.Auth, c.Identity, c.IdentityPersonal = id.Mode, id.Subject, id.Personal
 	return c, nil

@@ -10,12 +10,14 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
 
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/chat"
+	"github.com/garraia/garra/internal/errkinds"
 	"github.com/garraia/garra/internal/sandboxz"
 )
 
@@ -48,7 +50,9 @@ const (
 	NewSessionID = "new"
 )
 
-var webChatID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var webChatID = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+})
 
 // chatAPIRoutes are the chat API's patterns, registered once; each
 // request finds its handler in the policy in force (404 without a key).
@@ -90,10 +94,10 @@ func (g *policy) ownerOnly(h http.Handler) http.Handler {
 }
 
 // requireOwner refuses every caller but the gateway key's holder.
-func requireOwner(onRefuse func(kind string), next http.Handler) http.Handler {
+func requireOwner(onRefuse func(errkinds.Kind), next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if c, ok := callerFrom(r.Context()); !ok || !c.Owner {
-			onRefuse("not_owner")
+			onRefuse(errkinds.NotOwner)
 			writeJSONError(w, http.StatusForbidden, "forbidden", "this route is the owner's: use the gateway key")
 			return
 		}
@@ -118,13 +122,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func (g *policy) apiListSessions(w http.ResponseWriter, r *http.Request) {
 	channel := r.URL.Query().Get("channel")
 	if channel != "" && channel != chat.ChannelTelegram && channel != chat.ChannelWeb {
-		writeJSONError(w, http.StatusBadRequest, "invalid_params", "channel: must be telegram or web")
+		writeJSONError(w, http.StatusBadRequest, string(errkinds.InvalidParams), "channel: must be telegram or web")
 		return
 	}
 	convs, err := g.store.Conversations(r.Context(), channel)
 	if err != nil {
 		g.log.Error("conversation store", "error", err)
-		writeJSONError(w, http.StatusServiceUnavailable, "unavailable", "conversation store unavailable")
+		writeJSONError(w, http.StatusServiceUnavailable, string(errkinds.Unavailable), "conversation store unavailable")
 		return
 	}
 	if convs == nil {
@@ -139,19 +143,19 @@ func (g *policy) apiReadMessages(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > chatAPIMaxLimit {
-			writeJSONError(w, http.StatusBadRequest, "invalid_params", "limit: must be in [1, "+strconv.Itoa(chatAPIMaxLimit)+"]")
+			writeJSONError(w, http.StatusBadRequest, string(errkinds.InvalidParams), "limit: must be in [1, "+strconv.Itoa(chatAPIMaxLimit)+"]")
 			return
 		}
 		limit = n
 	}
 	msgs, err := g.store.History(r.Context(), id, limit)
 	if errors.Is(err, chat.ErrNotFound) {
-		writeJSONError(w, http.StatusNotFound, "not_found", "no such conversation")
+		writeJSONError(w, http.StatusNotFound, string(errkinds.NotFound), "no such conversation")
 		return
 	}
 	if err != nil {
 		g.log.Error("conversation store", "error", err)
-		writeJSONError(w, http.StatusServiceUnavailable, "unavailable", "conversation store unavailable")
+		writeJSONError(w, http.StatusServiceUnavailable, string(errkinds.Unavailable), "conversation store unavailable")
 		return
 	}
 	if msgs == nil {
@@ -163,7 +167,7 @@ func (g *policy) apiReadMessages(w http.ResponseWriter, r *http.Request) {
 func (g *policy) apiPostMessage(w http.ResponseWriter, r *http.Request) {
 	rec := g.chatRecorder()
 	if rec == nil {
-		writeJSONError(w, http.StatusServiceUnavailable, "unavailable", "no conversation store is configured")
+		writeJSONError(w, http.StatusServiceUnavailable, string(errkinds.Unavailable), "no conversation store is configured")
 		return
 	}
 	id := r.PathValue("id")
@@ -173,10 +177,10 @@ func (g *policy) apiPostMessage(w http.ResponseWriter, r *http.Request) {
 	channel, chatID, ok := chat.SplitConvID(id)
 	switch {
 	case ok && channel != chat.ChannelWeb:
-		writeJSONError(w, http.StatusBadRequest, "channel_unsupported", "only web conversations take messages here")
+		writeJSONError(w, http.StatusBadRequest, string(errkinds.ChannelUnsupported), "only web conversations take messages here")
 		return
-	case !ok || !webChatID.MatchString(chatID):
-		writeJSONError(w, http.StatusBadRequest, "invalid_params", `id: "new" or "web:" followed by 1-64 of A-Z a-z 0-9 _ -`)
+	case !ok || !webChatID().MatchString(chatID):
+		writeJSONError(w, http.StatusBadRequest, string(errkinds.InvalidParams), `id: "new" or "web:" followed by 1-64 of A-Z a-z 0-9 _ -`)
 		return
 	}
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
@@ -194,22 +198,22 @@ func (g *policy) apiPostMessage(w http.ResponseWriter, r *http.Request) {
 			writeJSONError(w, http.StatusRequestEntityTooLarge, "too_large", "body too large")
 			return
 		}
-		writeJSONError(w, http.StatusBadRequest, "invalid_params", "body: want {\"text\": \"...\"}")
+		writeJSONError(w, http.StatusBadRequest, string(errkinds.InvalidParams), "body: want {\"text\": \"...\"}")
 		return
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		writeJSONError(w, http.StatusBadRequest, "invalid_params", "body: want one JSON object")
+		writeJSONError(w, http.StatusBadRequest, string(errkinds.InvalidParams), "body: want one JSON object")
 		return
 	}
 	switch {
 	case body.Text == nil || strings.TrimSpace(*body.Text) == "":
-		writeJSONError(w, http.StatusBadRequest, "invalid_params", "text: required and not empty")
+		writeJSONError(w, http.StatusBadRequest, string(errkinds.InvalidParams), "text: required and not empty")
 		return
 	case len(*body.Text) > ask.MaxMessageBytes:
-		writeJSONError(w, http.StatusBadRequest, "invalid_params", "text: at most "+strconv.Itoa(ask.MaxMessageBytes)+" bytes")
+		writeJSONError(w, http.StatusBadRequest, string(errkinds.InvalidParams), "text: at most "+strconv.Itoa(ask.MaxMessageBytes)+" bytes")
 		return
 	case !utf8.ValidString(*body.Text):
-		writeJSONError(w, http.StatusBadRequest, "invalid_params", "text: must be valid UTF-8")
+		writeJSONError(w, http.StatusBadRequest, string(errkinds.InvalidParams), "text: must be valid UTF-8")
 		return
 	}
 	text := strings.TrimSpace(*body.Text)
@@ -219,12 +223,12 @@ func (g *policy) apiPostMessage(w http.ResponseWriter, r *http.Request) {
 	created := errors.Is(err, chat.ErrNotFound)
 	if err != nil && !created {
 		g.log.Error("conversation store", "error", err)
-		writeJSONError(w, http.StatusServiceUnavailable, "unavailable", "conversation store unavailable")
+		writeJSONError(w, http.StatusServiceUnavailable, string(errkinds.Unavailable), "conversation store unavailable")
 		return
 	}
 	if err := rec.Append(ctx, id, chat.ChannelWeb, chat.Message{Role: chat.RoleUser, Text: text, At: g.now().UTC()}); err != nil {
 		g.log.Error("conversation store", "error", err)
-		writeJSONError(w, http.StatusServiceUnavailable, "unavailable", "conversation store unavailable")
+		writeJSONError(w, http.StatusServiceUnavailable, string(errkinds.Unavailable), "conversation store unavailable")
 		return
 	}
 	a := &chat.Assistant{Store: g.store, Recorder: rec, Asker: g.askCore, Now: g.now,
@@ -232,7 +236,7 @@ func (g *policy) apiPostMessage(w http.ResponseWriter, r *http.Request) {
 	reply, env, err := a.Reply(ctx, id, chat.ChannelWeb, text)
 	if err != nil {
 		g.log.Error("conversation store", "error", err)
-		writeJSONError(w, http.StatusServiceUnavailable, "unavailable", "conversation store unavailable")
+		writeJSONError(w, http.StatusServiceUnavailable, string(errkinds.Unavailable), "conversation store unavailable")
 		return
 	}
 	if !env.OK {

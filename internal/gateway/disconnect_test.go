@@ -138,14 +138,7 @@ func TestClientDisconnectKillsTheSandboxCommand(t *testing.T) {
 	double := llmdouble.New(t,
 		llmdouble.Step{ToolCalls: []llmdouble.Call{{Name: "bash", Args: `{"command":"sleep ` + marker + `"}`}}},
 		llmdouble.Step{Text: "unreached"})
-	yaml := enabled + "    allow_agent: true\n    agent_max_seconds: 600\n" + `
-    orchestrators:
-      - name: alpha
-        key_env: ALPHA_KEY
-        tools: [agent]
-        sandbox: {url: "` + sbxURL + `", token_env: SBX_TOKEN}
-` + "llm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n"
-	h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "k", "SBX_TOKEN": sandboxToken})
+	h := startWithSandbox(t, sbxURL, double.OpenAIBaseURL(), "    agent_max_seconds: 600\n")
 	hangUp := startCall(t, h.url, "alpha-token-1234567")
 
 	deadline := time.Now().Add(10 * time.Second)
@@ -176,6 +169,21 @@ func TestClientDisconnectKillsTheSandboxCommand(t *testing.T) {
 }
 
 const sandboxToken = "sandbox-token-0123456789abcdef"
+
+// startWithSandbox starts a gateway whose one orchestrator, alpha (key
+// alpha-token-1234567), runs garra_agent in the sandbox at sbxURL with
+// the model at llmURL; extra adds lines under mcp_http.
+func startWithSandbox(t *testing.T, sbxURL, llmURL, extra string) *harness {
+	t.Helper()
+	yaml := enabled + "    allow_agent: true\n" + extra + `
+    orchestrators:
+      - name: alpha
+        key_env: ALPHA_KEY
+        tools: [agent]
+        sandbox: {url: "` + sbxURL + `", token_env: SBX_TOKEN}
+` + "llm: {provider: openrouter, base_url: " + llmURL + "}\n"
+	return start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "k", "SBX_TOKEN": sandboxToken})
+}
 
 // startSandbox serves a real `garra sandbox` on 127.0.0.1 over a temp
 // workspace: its MCP URL, its log and the workspace. opts adjust its

@@ -12,7 +12,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/garraia/garra/internal/authn"
 	"github.com/garraia/garra/internal/authn/authntest"
 	"github.com/garraia/garra/internal/chat"
 	"github.com/garraia/garra/internal/errkinds"
@@ -53,8 +52,8 @@ func TestErrorTableHTTPRowsMatchTheGateway(t *testing.T) {
 	drained := start(t, "gateway:\n  api_key: "+ownerKey+"\n  mcp_http: {enabled: true}\n", nil)
 	drained.gw.Drain(time.Millisecond) // nothing in flight: returns at once
 	scenarios := map[string]func() result{
-		gateway.DrainingMessage: func() result { return do("POST", drained.url, ownerKey, toolsList, nil) },
-		"404 page not found":    func() result { return do("POST", off.url, ownerKey, toolsList, nil) },
+		errkinds.RefuseDraining.Body: func() result { return do("POST", drained.url, ownerKey, toolsList, nil) },
+		"404 page not found":         func() result { return do("POST", off.url, ownerKey, toolsList, nil) },
 		"too many requests": func() result {
 			do("POST", limited.url, ownerKey, toolsList, nil)
 			return do("POST", limited.url, ownerKey, toolsList, nil)
@@ -73,19 +72,19 @@ func TestErrorTableHTTPRowsMatchTheGateway(t *testing.T) {
 		},
 		"missing bearer token": func() result { return do("POST", h.url, "", toolsList, nil) },
 		"invalid bearer token": func() result { return do("POST", h.url, "nope-nope-nope", toolsList, nil) },
-		authn.Messages[authn.KindInvalidToken]: func() result {
+		errkinds.RefuseInvalidToken.Body: func() result {
 			return do("POST", idp.url, authntest.Unsigned(alpha(map[string]any{"iss": is.URL})), toolsList, nil)
 		},
-		authn.Messages[authn.KindTokenExpired]: func() result {
+		errkinds.RefuseTokenExpired.Body: func() result {
 			return do("POST", idp.url, is.Sign(nil, alpha(map[string]any{"exp": time.Now().Add(-time.Hour).Unix()})), toolsList, nil)
 		},
-		authn.Messages[authn.KindWrongAudience]: func() result {
+		errkinds.RefuseWrongAudience.Body: func() result {
 			return do("POST", idp.url, is.Sign(nil, alpha(map[string]any{"aud": "elsewhere"})), toolsList, nil)
 		},
-		authn.Messages[authn.KindIdentityNotAllowed]: func() result {
+		errkinds.RefuseIdentityNotAllowed.Body: func() result {
 			return do("POST", idp.url, is.Sign(nil, alpha(map[string]any{"sub": "mallory"})), toolsList, nil)
 		},
-		authn.Messages[authn.KindAuthUnavailable]: func() result {
+		errkinds.RefuseAuthUnavailable.Body: func() result {
 			return do("POST", noIDP.url, is.Sign(nil, alpha(map[string]any{"iss": dead.URL})), toolsList, nil)
 		},
 		"Accept must list both application/json and text/event-stream": func() result {
@@ -128,7 +127,7 @@ func TestErrorTableHTTPRowsMatchTheGateway(t *testing.T) {
 	// The audit kinds of the table are the metric labels the gateway uses.
 	m := metricsText(t, h.url) + metricsText(t, drained.url) + metricsText(t, idp.url) + metricsText(t, noIDP.url)
 	for _, row := range errkinds.HTTP {
-		if row.Audit != "" && row.Audit != "too_many_requests" && !strings.Contains(m, `garra_mcp_refusals_total{kind="`+row.Audit+`"}`) {
+		if row.Audit != "" && row.Audit != "too_many_requests" && !strings.Contains(m, `garra_mcp_refusals_total{kind="`+string(row.Audit)+`"}`) {
 			t.Errorf("metrics have no refusal %q:\n%s", row.Audit, grep(m, "refusals"))
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/garraia/garra/internal/authn"
 	"github.com/garraia/garra/internal/chat"
 	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/errkinds"
 	"github.com/garraia/garra/internal/mcpcancel"
 	"github.com/garraia/garra/internal/redact"
 	"github.com/garraia/garra/internal/tools"
@@ -317,9 +318,8 @@ func (g *Gateway) inFlight(pick func(*policy) http.Handler) http.Handler {
 		g.flightMu.Lock()
 		if g.draining {
 			g.flightMu.Unlock()
-			g.refusedHTTP(KindDraining)
 			w.Header().Set("Retry-After", "5")
-			writeJSONError(w, http.StatusServiceUnavailable, KindDraining, DrainingMessage)
+			writeRefusal(w, g.refusedHTTP, errkinds.RefuseDraining)
 			return
 		}
 		g.flight.Add(1)
@@ -333,10 +333,6 @@ func (g *Gateway) inFlight(pick func(*policy) http.Handler) http.Handler {
 		h.ServeHTTP(w, r)
 	})
 }
-
-// DrainingMessage is the 503 message of a request that arrives while the
-// gateway is shutting down.
-const DrainingMessage = "the gateway is shutting down: retry in a few seconds"
 
 // mcpHandler stacks the layers in the spec's places: rate limit and origin
 // guard (inherited router layers), Host validation, the api-key gate, the
@@ -377,9 +373,9 @@ func (g *policy) mcpHandler() http.Handler {
 // refusedHTTP counts a refusal of the HTTP layers and audits it. The rate
 // limiter's 429s are counted, not audited: a flood must not rotate the
 // audit file's history away.
-func (g *Gateway) refusedHTTP(kind string) {
+func (g *Gateway) refusedHTTP(kind errkinds.Kind) {
 	g.metrics.refused(kind)
-	if kind != KindTooManyRequests {
+	if kind != errkinds.TooManyRequests {
 		g.audit.Record(audit.Record{Surface: audit.SurfaceHTTP, Outcome: audit.OutcomeRefused, Kind: kind})
 	}
 }

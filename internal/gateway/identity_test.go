@@ -25,6 +25,7 @@ import (
 	"github.com/garraia/garra/internal/audit"
 	"github.com/garraia/garra/internal/authn"
 	"github.com/garraia/garra/internal/authn/authntest"
+	"github.com/garraia/garra/internal/errkinds"
 	"github.com/garraia/garra/internal/gateway"
 )
 
@@ -168,20 +169,20 @@ func TestIdentityRefusalsOverHTTP(t *testing.T) {
 	cases := []struct {
 		name, token string
 		status      int
-		kind        string // body error; "" = admitted
+		kind        errkinds.Kind // body error; "" = admitted
 		tools       string
 	}{
 		{"alpha", is.Sign(nil, claims(nil)), 200, "", "garra_status"},
 		{"beta", is.Sign(nil, claims(map[string]any{"sub": "beta-bot", "aud": audBeta})), 200, "", "garra_list_chats garra_status"},
 		{"ServiceAccount", robot, 200, "", "garra_read_history garra_status"},
 		{"static token", "legacy-token-0123456789", 200, "", "garra_pair_status"},
-		{"expired", is.Sign(nil, claims(map[string]any{"exp": now.Add(-time.Hour).Unix()})), 401, authn.KindTokenExpired, ""},
-		{"wrong audience", is.Sign(nil, claims(map[string]any{"aud": "someone-else"})), 401, authn.KindWrongAudience, ""},
-		{"wrong iss", other.Sign(nil, claims(map[string]any{"iss": other.URL})), 401, authn.KindInvalidToken, ""},
-		{"alg none", authntest.Unsigned(claims(map[string]any{"iss": is.URL})), 401, authn.KindInvalidToken, ""},
-		{"HS256 with the public key", authntest.HS256(is.PublicKeyPEM(), claims(map[string]any{"iss": is.URL})), 401, authn.KindInvalidToken, ""},
-		{"another orchestrator's subject", is.Sign(nil, claims(map[string]any{"sub": "beta-bot"})), 401, authn.KindIdentityNotAllowed, ""},
-		{"another ServiceAccount", intruder, 401, authn.KindIdentityNotAllowed, ""},
+		{"expired", is.Sign(nil, claims(map[string]any{"exp": now.Add(-time.Hour).Unix()})), 401, errkinds.TokenExpired, ""},
+		{"wrong audience", is.Sign(nil, claims(map[string]any{"aud": "someone-else"})), 401, errkinds.WrongAudience, ""},
+		{"wrong iss", other.Sign(nil, claims(map[string]any{"iss": other.URL})), 401, errkinds.InvalidToken, ""},
+		{"alg none", authntest.Unsigned(claims(map[string]any{"iss": is.URL})), 401, errkinds.InvalidToken, ""},
+		{"HS256 with the public key", authntest.HS256(is.PublicKeyPEM(), claims(map[string]any{"iss": is.URL})), 401, errkinds.InvalidToken, ""},
+		{"another orchestrator's subject", is.Sign(nil, claims(map[string]any{"sub": "beta-bot"})), 401, errkinds.IdentityNotAllowed, ""},
+		{"another ServiceAccount", intruder, 401, errkinds.IdentityNotAllowed, ""},
 		{"unknown opaque", "guess-guess-guess", 401, "unauthorized", ""},
 	}
 	t.Run("challenge", func(t *testing.T) {
@@ -208,7 +209,7 @@ func TestIdentityRefusalsOverHTTP(t *testing.T) {
 			}
 			if c.kind != "" {
 				var e map[string]string
-				if err := json.Unmarshal([]byte(body), &e); err != nil || e["error"] != c.kind {
+				if err := json.Unmarshal([]byte(body), &e); err != nil || e["error"] != string(c.kind) {
 					t.Fatalf("body %s, want error %q", body, c.kind)
 				}
 				return

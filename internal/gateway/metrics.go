@@ -7,6 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/garraia/garra/internal/errkinds"
 )
 
 // metrics are the gateway's Prometheus series, in a registry of their own
@@ -64,11 +66,11 @@ func newMetrics(budgets map[string]Counter) *metrics {
 	return m
 }
 
-func (m *metrics) observe(tool, outcome, kind string, d time.Duration) {
+func (m *metrics) observe(tool, outcome string, kind errkinds.Kind, d time.Duration) {
 	m.calls.WithLabelValues(tool, outcome).Inc()
 	m.latency.WithLabelValues(tool).Observe(d.Seconds())
 	if kind != "" && outcome == "refused" {
-		m.refusals.WithLabelValues(kind).Inc()
+		m.refusals.WithLabelValues(string(kind)).Inc()
 	}
 }
 
@@ -80,7 +82,7 @@ func (m *metrics) loaded(hash string) {
 	}
 }
 
-func (m *metrics) refused(kind string) { m.refusals.WithLabelValues(kind).Inc() }
+func (m *metrics) refused(kind errkinds.Kind) { m.refusals.WithLabelValues(string(kind)).Inc() }
 
 func (m *metrics) admitted(c Caller) { m.authns.WithLabelValues(c.Name, c.Auth).Inc() }
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/errkinds"
 )
 
 // The seven tools of POST /mcp.
@@ -26,31 +27,6 @@ var toolByGrant = map[string]string{
 	"status": ToolStatus, "list_chats": ToolListChats, "read_history": ToolReadHistory,
 	"pair_status": ToolPairStatus, "send_message": ToolSendMessage, "ask": ToolAsk, "agent": ToolAgent,
 }
-
-// Stable refusal kinds (spec §4.2, §4.3, §5).
-const (
-	KindToolNotAllowed     = "tool_not_allowed"
-	KindToolDenied         = "tool_denied"
-	KindSendDisabled       = "send_disabled"
-	KindNoAllowlist        = "no_allowlist"
-	KindTargetNotAllowed   = "target_not_allowed"
-	KindChannelUnsupported = "channel_unsupported"
-	KindRateLimited        = "rate_limited"
-	// KindTooManyRequests is the HTTP layer's 429: the per-IP request
-	// limit (or a batch that needs more of it than is left). It is not
-	// rate_limited, which is the shared send budget of garra_send_message.
-	KindTooManyRequests = "too_many_requests"
-	KindDraining        = "draining"
-	KindChannelOffline  = "channel_offline"
-	KindDeliveryFailed  = "delivery_failed"
-	KindAskDisabled     = "ask_disabled"
-	KindAgentDisabled   = "agent_disabled"
-	KindModelNotAllowed = "model_not_allowed"
-	KindOverBudget      = "over_budget"
-	KindNotFound        = "not_found"
-	KindInvalidParams   = "invalid_params"
-	KindUnavailable     = "unavailable"
-)
 
 // Caller is who sent a request: the owner (the gateway key) or one
 // orchestrator.
@@ -136,29 +112,29 @@ func Visible(c Caller, s Switches) []string {
 // checked before the caller's identity, so a switched-off tool reads the
 // same to everyone; then the caller's deny list (tool_denied, whatever its
 // tools list says), then its grants (tool_not_allowed).
-func Refusal(c Caller, s Switches, tool string) string {
+func Refusal(c Caller, s Switches, tool string) errkinds.Kind {
 	switch tool {
 	case ToolSendMessage:
 		if !s.AllowSend {
-			return KindSendDisabled
+			return errkinds.SendDisabled
 		}
 	case ToolAsk:
 		if !s.AllowAsk {
-			return KindAskDisabled
+			return errkinds.AskDisabled
 		}
 	case ToolAgent:
 		if !s.AllowAgent {
-			return KindAgentDisabled
+			return errkinds.AgentDisabled
 		}
 	}
 	if c.denied(tool) {
-		return KindToolDenied
+		return errkinds.ToolDenied
 	}
 	if !c.granted(tool) {
-		return KindToolNotAllowed
+		return errkinds.ToolNotAllowed
 	}
 	if tool == ToolSendMessage && s.SendDestinations == 0 {
-		return KindNoAllowlist
+		return errkinds.NoAllowlist
 	}
 	return ""
 }
@@ -176,18 +152,18 @@ func ModelAllowed(allowed []string, defaultModel, model string) bool {
 // SendTargetRefusal decides a garra_send_message destination after the
 // switches: channel, the operator's approved destinations, the caller's
 // chat scope. It never needs to echo the chat id.
-func SendTargetRefusal(c Caller, channel, chatID string, approved []string) string {
+func SendTargetRefusal(c Caller, channel, chatID string, approved []string) errkinds.Kind {
 	if channel != "telegram" {
-		return KindChannelUnsupported
+		return errkinds.ChannelUnsupported
 	}
 	if len(approved) == 0 {
-		return KindNoAllowlist
+		return errkinds.NoAllowlist
 	}
 	if !slices.Contains(approved, chatID) {
-		return KindTargetNotAllowed
+		return errkinds.TargetNotAllowed
 	}
 	if !ChatInScope(c, "telegram:"+chatID) {
-		return KindTargetNotAllowed
+		return errkinds.TargetNotAllowed
 	}
 	return ""
 }

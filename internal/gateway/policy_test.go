@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/garraia/garra/internal/errkinds"
 )
 
 func TestVisible(t *testing.T) {
@@ -51,26 +53,26 @@ func TestRefusal(t *testing.T) {
 		caller Caller
 		sw     Switches
 		tool   string
-		want   string
+		want   errkinds.Kind
 	}{
-		{"agent off comes first", agentOnly, Switches{}, ToolAgent, KindAgentDisabled},
-		{"agent off, even for a caller without it", Caller{Name: "x"}, Switches{}, ToolAgent, KindAgentDisabled},
-		{"agent on, not granted", Caller{Name: "x"}, all, ToolAgent, KindToolNotAllowed},
+		{"agent off comes first", agentOnly, Switches{}, ToolAgent, errkinds.AgentDisabled},
+		{"agent off, even for a caller without it", Caller{Name: "x"}, Switches{}, ToolAgent, errkinds.AgentDisabled},
+		{"agent on, not granted", Caller{Name: "x"}, all, ToolAgent, errkinds.ToolNotAllowed},
 		{"agent on, granted", agentOnly, all, ToolAgent, ""},
-		{"owner never has agent", owner, all, ToolAgent, KindToolNotAllowed},
-		{"ask off", owner, Switches{}, ToolAsk, KindAskDisabled},
+		{"owner never has agent", owner, all, ToolAgent, errkinds.ToolNotAllowed},
+		{"ask off", owner, Switches{}, ToolAsk, errkinds.AskDisabled},
 		{"ask on, owner", owner, all, ToolAsk, ""},
-		{"ask on, not granted", agentOnly, all, ToolAsk, KindToolNotAllowed},
-		{"send off", owner, Switches{}, ToolSendMessage, KindSendDisabled},
-		{"send on, no destinations", owner, Switches{AllowSend: true}, ToolSendMessage, KindNoAllowlist},
-		{"send on, not granted", agentOnly, all, ToolSendMessage, KindToolNotAllowed},
+		{"ask on, not granted", agentOnly, all, ToolAsk, errkinds.ToolNotAllowed},
+		{"send off", owner, Switches{}, ToolSendMessage, errkinds.SendDisabled},
+		{"send on, no destinations", owner, Switches{AllowSend: true}, ToolSendMessage, errkinds.NoAllowlist},
+		{"send on, not granted", agentOnly, all, ToolSendMessage, errkinds.ToolNotAllowed},
 		{"send on, owner", owner, all, ToolSendMessage, ""},
-		{"read tool not granted", agentOnly, all, ToolReadHistory, KindToolNotAllowed},
+		{"read tool not granted", agentOnly, all, ToolReadHistory, errkinds.ToolNotAllowed},
 		{"status granted", agentOnly, Switches{}, ToolStatus, ""},
 		{"owner reads", owner, Switches{}, ToolListChats, ""},
-		{"denied although granted", Caller{Name: "x", Grants: []string{ToolStatus}, Denied: []string{ToolStatus}}, all, ToolStatus, KindToolDenied},
-		{"denied and not granted", Caller{Name: "x", Denied: []string{ToolAsk}}, all, ToolAsk, KindToolDenied},
-		{"switch off before the deny list", Caller{Name: "x", Grants: []string{ToolAgent}, Denied: []string{ToolAgent}}, Switches{}, ToolAgent, KindAgentDisabled},
+		{"denied although granted", Caller{Name: "x", Grants: []string{ToolStatus}, Denied: []string{ToolStatus}}, all, ToolStatus, errkinds.ToolDenied},
+		{"denied and not granted", Caller{Name: "x", Denied: []string{ToolAsk}}, all, ToolAsk, errkinds.ToolDenied},
+		{"switch off before the deny list", Caller{Name: "x", Grants: []string{ToolAgent}, Denied: []string{ToolAgent}}, Switches{}, ToolAgent, errkinds.AgentDisabled},
 		{"the rest of the grants stand", Caller{Name: "x", Grants: []string{ToolStatus, ToolAsk}, Denied: []string{ToolAsk}}, all, ToolStatus, ""},
 	}
 	for _, tt := range tests {
@@ -111,24 +113,24 @@ func TestSendTargetRefusal(t *testing.T) {
 		caller  Caller
 		channel string
 		chat    string
-		want    string
+		want    errkinds.Kind
 	}{
 		{Caller{Owner: true}, "telegram", "123", ""},
 		{Caller{Owner: true}, "telegram", "-100456", ""},
-		{Caller{Owner: true}, "telegram", "999", KindTargetNotAllowed},
-		{Caller{Owner: true}, "web", "123", KindChannelUnsupported},
+		{Caller{Owner: true}, "telegram", "999", errkinds.TargetNotAllowed},
+		{Caller{Owner: true}, "web", "123", errkinds.ChannelUnsupported},
 		{scoped, "telegram", "123", ""},
-		{scoped, "telegram", "-100456", KindTargetNotAllowed},
+		{scoped, "telegram", "-100456", errkinds.TargetNotAllowed},
 	}
 	for _, tt := range tests {
 		if got := SendTargetRefusal(tt.caller, tt.channel, tt.chat, approved); got != tt.want {
 			t.Errorf("%s/%s: %q, want %q", tt.channel, tt.chat, got, tt.want)
 		}
 	}
-	if got := SendTargetRefusal(Caller{Name: "unscoped"}, "telegram", "123", approved); got != KindTargetNotAllowed {
+	if got := SendTargetRefusal(Caller{Name: "unscoped"}, "telegram", "123", approved); got != errkinds.TargetNotAllowed {
 		t.Errorf("an orchestrator with no chats may send nowhere: %q", got)
 	}
-	if got := SendTargetRefusal(Caller{Owner: true}, "telegram", "123", nil); got != KindNoAllowlist {
+	if got := SendTargetRefusal(Caller{Owner: true}, "telegram", "123", nil); got != errkinds.NoAllowlist {
 		t.Errorf("no approved destinations: %q", got)
 	}
 }

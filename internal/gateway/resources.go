@@ -13,6 +13,8 @@ import (
 
 	"github.com/garraia/garra/internal/audit"
 	"github.com/garraia/garra/internal/chat"
+	"github.com/garraia/garra/internal/errkinds"
+	"github.com/garraia/garra/internal/toolchain"
 )
 
 // The gateway's resources. Each is filtered by the same policy as the
@@ -24,6 +26,10 @@ const (
 	ResourceChat   = "garra://chats/{chat}" // one redacted history; with garra_read_history
 
 	chatURIPrefix = "garra://chats/"
+
+	// ResourceToolchain is the caller's own sandbox toolchain, read from
+	// its sandbox; with garra_agent and a sandbox.
+	ResourceToolchain = toolchain.URI
 )
 
 // SchemaPolicy tags the garra://policy document.
@@ -33,13 +39,18 @@ const SchemaPolicy = "garra.policy.v1"
 var resourceTool = map[string]string{ResourceStatus: ToolStatus, ResourceChats: ToolListChats, ResourceChat: ToolReadHistory}
 
 // AllResources lists the resources and the template in resources/list order.
-var AllResources = []string{ResourceStatus, ResourcePolicy, ResourceChats, ResourceChat}
+var AllResources = []string{ResourceStatus, ResourcePolicy, ResourceChats, ResourceChat, ResourceToolchain}
 
 // ResourceVisible reports whether c may list and read a resource (a URI, or
 // ResourceChat for the template): exactly when it may call its tool.
 func ResourceVisible(c Caller, s Switches, resource string) bool {
-	if resource == ResourcePolicy {
+	switch resource {
+	case ResourcePolicy:
 		return true
+	case ResourceToolchain:
+		// Only a caller whose agent runs in a sandbox has a toolchain;
+		// it is its own sandbox's, read with its own sandbox token.
+		return c.Sandbox != nil && c.Sandbox.URL != "" && slices.Contains(Visible(c, s), ToolAgent)
 	}
 	t, ok := resourceTool[resource]
 	return ok && slices.Contains(Visible(c, s), t)
@@ -72,19 +83,22 @@ func (g *policy) addResources(s *mcp.Server, c Caller) {
 		Description: "Your own effective policy: tools, budgets left this minute, allowed models, agent ceiling, chat scope (garra.policy.v1)."}, g.readPolicy(c))
 	s.AddResource(&mcp.Resource{URI: ResourceChats, Name: "chats", Title: "Conversations", MIMEType: jsonMIME,
 		Description: "What garra_list_chats returns, each row with its garra://chats/{chat} uri (garra.mcp.v1)."}, g.readChats(c))
+	s.AddResource(&mcp.Resource{URI: ResourceToolchain, Name: "toolchain", Title: "Your sandbox's toolchain", MIMEType: jsonMIME,
+		Description: "The programs on your sandbox's PATH with their versions, and the required tools it lacks, as your sandbox reports them."}, g.readToolchain(c))
 	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: ResourceChat, Name: "chat", Title: "A conversation's history", MIMEType: jsonMIME,
 		Description: "The last max_history_messages messages of one conversation, secrets redacted (garra.mcp.v1). Use the uri of a garra://chats row."}, g.readChat(c))
 }
 
 // readNote carries what a read handler decided to the audit middleware.
 type readNote struct {
-	resource, target, outcome, kind string
-	set                             bool
+	resource, target, outcome string
+	kind                      errkinds.Kind
+	set                       bool
 }
 
 type readNoteKey struct{}
 
-func note(ctx context.Context, resource, target, outcome, kind string) {
+func note(ctx context.Context, resource, target, outcome string, kind errkinds.Kind) {
 	if n, ok := ctx.Value(readNoteKey{}).(*readNote); ok {
 		*n = readNote{resource: resource, target: target, outcome: outcome, kind: kind, set: true}
 	}
@@ -105,11 +119,11 @@ func envelopeText(tool string, data any) (string, error) {
 	return string(b), err
 }
 
-var errStoreUnavailable = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the conversation store is unavailable"}
+var errStoreUnavailable = &jsonrpc.Error{Code: int64(errkinds.RPCStoreUnavailable.Code), Message: errkinds.RPCStoreUnavailable.Message}
 
 // refusedRead notes a read the policy hides and answers "not found".
 func refusedRead(ctx context.Context, resource, target, uri string) error {
-	note(ctx, resource, target, audit.OutcomeRefused, KindToolNotAllowed)
+	note(ctx, resource, target, audit.OutcomeRefused, errkinds.ToolNotAllowed)
 	return notFound(uri)
 }
 
@@ -220,7 +234,7 @@ func (g *policy) readChats(c Caller) mcp.ResourceHandler {
 		}
 		convs, err := g.scopedChats(ctx, c, "")
 		if err != nil {
-			note(ctx, ResourceChats, "", audit.OutcomeError, KindUnavailable)
+			note(ctx, ResourceChats, "", audit.OutcomeError, errkinds.Unavailable)
 			return nil, errStoreUnavailable
 		}
 		rows := make([]chatRow, 0, len(convs))
@@ -247,20 +261,20 @@ func (g *policy) readChat(c Caller) mcp.ResourceHandler {
 		case !ResourceVisible(c, g.switches, ResourceChat):
 			return nil, refusedRead(ctx, ResourceChat, id, uri)
 		case id == "":
-			note(ctx, ResourceChat, "", audit.OutcomeNotFound, KindNotFound)
+			note(ctx, ResourceChat, "", audit.OutcomeNotFound, errkinds.NotFound)
 			return nil, notFound(uri)
 		case !ChatInScope(c, id):
 			// Audited as the refusal it is; answered exactly like missing.
-			note(ctx, ResourceChat, id, audit.OutcomeRefused, KindNotFound)
+			note(ctx, ResourceChat, id, audit.OutcomeRefused, errkinds.NotFound)
 			return nil, notFound(uri)
 		}
 		msgs, kind := g.scopedHistory(ctx, c, id, g.cfg.Gateway.MCPHTTP.MaxHistoryMessages)
 		switch kind {
-		case KindNotFound:
-			note(ctx, ResourceChat, id, audit.OutcomeNotFound, KindNotFound)
+		case errkinds.NotFound:
+			note(ctx, ResourceChat, id, audit.OutcomeNotFound, errkinds.NotFound)
 			return nil, notFound(uri)
-		case KindUnavailable:
-			note(ctx, ResourceChat, id, audit.OutcomeError, KindUnavailable)
+		case errkinds.Unavailable:
+			note(ctx, ResourceChat, id, audit.OutcomeError, errkinds.Unavailable)
 			return nil, errStoreUnavailable
 		}
 		text, err := envelopeText(ToolReadHistory, map[string]any{"messages": msgs, "redacted": true})
@@ -314,7 +328,7 @@ func (g *policy) auditedRead(ctx context.Context, c Caller, next mcp.MethodHandl
 	if !n.set {
 		// No resource or template matched: the URI is caller text, so it
 		// goes to the audit only as a pseudonym.
-		*n = readNote{resource: "unknown", target: uri, outcome: audit.OutcomeNotFound, kind: KindNotFound}
+		*n = readNote{resource: "unknown", target: uri, outcome: audit.OutcomeNotFound, kind: errkinds.NotFound}
 	}
 	g.log.Info("mcp resource read", "caller", c.Name, "resource", n.resource, "outcome", n.outcome, "error_kind", n.kind,
 		"latency_ms", d.Milliseconds())
@@ -331,7 +345,31 @@ func (g *policy) auditedUnknownTool(ctx context.Context, c Caller, next mcp.Meth
 	res, err := next(ctx, method, req)
 	if !slices.Contains(AllTools, name) {
 		g.audit.Record(audit.Record{Surface: audit.SurfaceHTTP, Caller: c.Name, Tool: "unknown", Target: name,
-			Outcome: audit.OutcomeNotFound, Kind: KindNotFound, Auth: c.Auth, Identity: c.Identity, IdentityPersonal: c.IdentityPersonal})
+			Outcome: audit.OutcomeNotFound, Kind: errkinds.NotFound, Auth: c.Auth, Identity: c.Identity, IdentityPersonal: c.IdentityPersonal})
 	}
 	return res, err
+}
+
+// errSandboxUnavailable is what a toolchain read gets when the caller's
+// sandbox does not answer (its reason is logged, never sent).
+var errSandboxUnavailable = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "your sandbox is unavailable"}
+
+func (g *policy) readToolchain(c Caller) mcp.ResourceHandler {
+	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		if !ResourceVisible(c, g.switches, ResourceToolchain) {
+			return nil, refusedRead(ctx, ResourceToolchain, "", req.Params.URI)
+		}
+		rep, err := g.readSandboxToolchain(ctx, c)
+		if err != nil {
+			g.log.Warn("sandbox toolchain not read", "caller", c.Name, "error", err)
+			note(ctx, ResourceToolchain, "", audit.OutcomeError, errkinds.Unavailable)
+			return nil, errSandboxUnavailable
+		}
+		b, err := json.Marshal(rep)
+		if err != nil {
+			return nil, err
+		}
+		note(ctx, ResourceToolchain, "", audit.OutcomeOK, "")
+		return jsonContents(req.Params.URI, string(b)), nil
+	}
 }

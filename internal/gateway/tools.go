@@ -17,6 +17,7 @@ import (
 	"github.com/garraia/garra/internal/audit"
 	"github.com/garraia/garra/internal/chat"
 	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/errkinds"
 	"github.com/garraia/garra/internal/llm"
 	"github.com/garraia/garra/internal/strictargs"
 	"github.com/garraia/garra/internal/telemetry"
@@ -98,7 +99,7 @@ func (g *policy) newMCPServer(c Caller) *mcp.Server {
 // callInfo is what the audit line and metrics need from one call.
 type callInfo struct {
 	outcome  string // ok | error | refused | invalid_params
-	kind     string
+	kind     errkinds.Kind
 	provider string
 	model    string
 	dryRun   bool // a garra_send_message dry run: checked, not sent
@@ -118,11 +119,11 @@ func (g *policy) dispatch(ctx context.Context, c Caller, tool string, args json.
 	} else {
 		res, info, err = h(ctx, c, args)
 		if err != nil {
-			info = callInfo{outcome: "invalid_params", kind: KindInvalidParams, provider: info.provider, model: info.model}
+			info = callInfo{outcome: "invalid_params", kind: errkinds.InvalidParams, provider: info.provider, model: info.model}
 		}
 	}
 	d := g.now().Sub(start)
-	telemetry.RecordErrorKind(ctx, info.kind)
+	telemetry.RecordErrorKind(ctx, string(info.kind))
 	g.metrics.observe(tool, info.outcome, info.kind, d)
 	rec := audit.Record{Surface: audit.SurfaceHTTP, Caller: c.Name, Tool: tool, Target: auditTarget(tool, args),
 		Outcome: info.outcome, Kind: info.kind, DryRun: info.dryRun,
@@ -179,14 +180,14 @@ func auditTarget(tool string, args json.RawMessage) string {
 }
 
 // refuse answers a refused call in the envelope of its tool.
-func (g *policy) refuse(tool, kind string) (*mcp.CallToolResult, callInfo) {
+func (g *policy) refuse(tool string, kind errkinds.Kind) (*mcp.CallToolResult, callInfo) {
 	info := callInfo{outcome: "refused", kind: kind}
 	switch tool {
 	case ToolAsk:
-		env := ask.Envelope{Error: &ask.Error{Kind: kind, Message: refusalMessage(kind)}}
+		env := ask.Envelope{Error: &ask.Error{Kind: kind, Message: kind.Message()}}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: env.JSON()}}, IsError: true}, info
 	case ToolAgent:
-		env := agent.Envelope{ToolCalls: []agent.ToolCallSummary{}, Error: &ask.Error{Kind: kind, Message: refusalMessage(kind)}}
+		env := agent.Envelope{ToolCalls: []agent.ToolCallSummary{}, Error: &ask.Error{Kind: kind, Message: kind.Message()}}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: env.JSON()}}, IsError: true}, info
 	}
 	return refusedResult(tool, kind), info
@@ -233,7 +234,7 @@ func (g *policy) callListChats(ctx context.Context, c Caller, raw json.RawMessag
 	}
 	rows, err := g.scopedChats(ctx, c, channel)
 	if err != nil {
-		res, info := g.refuse(ToolListChats, KindUnavailable)
+		res, info := g.refuse(ToolListChats, errkinds.Unavailable)
 		return res, info, nil
 	}
 	return okResult(ToolListChats, map[string]any{"chats": rows}), okInfo, nil
@@ -285,17 +286,17 @@ func (g *policy) callReadHistory(ctx context.Context, c Caller, raw json.RawMess
 // for c (garra_read_history and garra://chats/{chat}); kind is not_found or
 // unavailable on failure. Out of scope reads exactly like missing: no
 // existence oracle.
-func (g *policy) scopedHistory(ctx context.Context, c Caller, id string, limit int) ([]chat.Message, string) {
+func (g *policy) scopedHistory(ctx context.Context, c Caller, id string, limit int) ([]chat.Message, errkinds.Kind) {
 	if !ChatInScope(c, id) {
-		return nil, KindNotFound
+		return nil, errkinds.NotFound
 	}
 	msgs, err := g.store.History(ctx, id, limit)
 	if errors.Is(err, chat.ErrNotFound) {
-		return nil, KindNotFound
+		return nil, errkinds.NotFound
 	}
 	if err != nil {
 		g.log.Error("conversation store", "error", err)
-		return nil, KindUnavailable
+		return nil, errkinds.Unavailable
 	}
 	for i := range msgs {
 		msgs[i].Text = g.builtinRed.String(msgs[i].Text)
@@ -313,7 +314,7 @@ func (g *policy) callPairStatus(ctx context.Context, _ Caller, raw json.RawMessa
 	st, err := g.store.Pairing(ctx)
 	if err != nil {
 		g.log.Error("pairing store", "error", err)
-		res, info := g.refuse(ToolPairStatus, KindUnavailable)
+		res, info := g.refuse(ToolPairStatus, errkinds.Unavailable)
 		return res, info, nil
 	}
 	if st == nil {
@@ -339,7 +340,7 @@ func (g *policy) callSend(ctx context.Context, c Caller, raw json.RawMessage) (*
 	case len([]rune(*a.Text)) > 4096:
 		return nil, callInfo{}, errors.New("text: at most 4096 characters")
 	}
-	refuse := func(kind string) (*mcp.CallToolResult, callInfo, error) {
+	refuse := func(kind errkinds.Kind) (*mcp.CallToolResult, callInfo, error) {
 		res, info := g.refuse(ToolSendMessage, kind)
 		return res, info, nil
 	}
@@ -347,7 +348,7 @@ func (g *policy) callSend(ctx context.Context, c Caller, raw json.RawMessage) (*
 		return refuse(kind)
 	}
 	if !g.sender.Online(channel) {
-		return refuse(KindChannelOffline)
+		return refuse(errkinds.ChannelOffline)
 	}
 	chatID, text := strings.TrimSpace(*a.ChatID), g.red.String(*a.Text)
 	if deref(a.DryRun) {
@@ -360,12 +361,12 @@ func (g *policy) callSend(ctx context.Context, c Caller, raw json.RawMessage) (*
 		}), callInfo{outcome: audit.OutcomeOK, dryRun: true}, nil
 	}
 	if !g.sendBudget.Take() {
-		return refuse(KindRateLimited)
+		return refuse(errkinds.RateLimited)
 	}
 	if err := g.sender.Send(ctx, channel, chatID, text); err != nil {
 		// The channel's own text stays in the log.
 		g.log.Warn("send failed", "caller", c.Name, "channel", channel, "error", err)
-		return refuse(KindDeliveryFailed)
+		return refuse(errkinds.DeliveryFailed)
 	}
 	return okResult(ToolSendMessage, map[string]any{"delivered": true, "channel": channel}), okInfo, nil
 }
@@ -404,11 +405,11 @@ func (g *policy) callAsk(ctx context.Context, _ Caller, raw json.RawMessage) (*m
 		req.TimeoutSecs = *a.TimeoutSecs
 	}
 	if !ModelAllowed(g.cfg.Gateway.MCPHTTP.AskAllowedModels, g.cfg.LLM.Model, req.Model) {
-		res, info := g.refuse(ToolAsk, KindModelNotAllowed)
+		res, info := g.refuse(ToolAsk, errkinds.ModelNotAllowed)
 		return res, info, nil
 	}
 	if !g.askBudget.Take() {
-		res, info := g.refuse(ToolAsk, KindOverBudget)
+		res, info := g.refuse(ToolAsk, errkinds.OverBudget)
 		return res, info, nil
 	}
 	env := g.askCore.Ask(ctx, req)
@@ -440,11 +441,11 @@ func (g *policy) callAgent(ctx context.Context, c Caller, raw json.RawMessage) (
 		return nil, callInfo{}, err
 	}
 	if !ModelAllowed(g.cfg.Gateway.MCPHTTP.AskAllowedModels, g.cfg.LLM.Model, req.Model) {
-		res, info := g.refuse(ToolAgent, KindModelNotAllowed)
+		res, info := g.refuse(ToolAgent, errkinds.ModelNotAllowed)
 		return res, info, nil
 	}
 	if !g.agentBudget.Take() {
-		res, info := g.refuse(ToolAgent, KindOverBudget)
+		res, info := g.refuse(ToolAgent, errkinds.OverBudget)
 		return res, info, nil
 	}
 	env := g.runAgent(ctx, c, req, time.Duration(timeout)*time.Second)

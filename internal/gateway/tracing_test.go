@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/garraia/garra/internal/errkinds"
 	"github.com/garraia/garra/internal/gateway"
 	"github.com/garraia/garra/internal/sandbox"
 	"github.com/garraia/garra/internal/telemetry"
@@ -226,10 +227,10 @@ func TestTraceErrorTypeIsTheGarraKind(t *testing.T) {
 	h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "k"},
 		func(o *gateway.Options) { o.TracerProvider = tp })
 	cs := client(t, h.url, "alpha-token-1234567")
-	if res, _ := call(t, cs, "garra_agent", map[string]any{"message": "x", "model": "openrouter/auto"}); kindOf(res) != gateway.KindModelNotAllowed {
+	if res, _ := call(t, cs, "garra_agent", map[string]any{"message": "x", "model": "openrouter/auto"}); kindOf(res) != string(errkinds.ModelNotAllowed) {
 		t.Fatalf("model: %v", res)
 	}
-	if res, _ := call(t, cs, "garra_ask", map[string]any{"message": "x"}); kindOf(res) != gateway.KindAskDisabled {
+	if res, _ := call(t, cs, "garra_ask", map[string]any{"message": "x"}); kindOf(res) != string(errkinds.AskDisabled) {
 		t.Fatalf("hidden tool: %v", res)
 	}
 	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "garra_agent", Arguments: map[string]any{"message": "x", "timeout_secs": 61}}); err == nil {

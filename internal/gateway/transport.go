@@ -14,7 +14,15 @@ import (
 	"time"
 
 	"github.com/garraia/garra/internal/authn"
+	"github.com/garraia/garra/internal/errkinds"
 )
+
+// writeRefusal records a refusal of the HTTP layers and writes its row of
+// the error table: status, code and message as documented.
+func writeRefusal(w http.ResponseWriter, onRefuse func(errkinds.Kind), row errkinds.HTTPStatus) {
+	onRefuse(row.Audit)
+	writeJSONError(w, row.Status, row.Error, row.Body)
+}
 
 // writeJSONError writes the gateway's standard error body.
 func writeJSONError(w http.ResponseWriter, status int, code, message string) {
@@ -30,7 +38,7 @@ func writeJSONError(w http.ResponseWriter, status int, code, message string) {
 // that points a client at the protected resource metadata (RFC 9728)
 // when metadata is not nil. An identity provider that could not be asked
 // is a 503: the token may well be good.
-func requireBearer(cs *callers, metadata func(*http.Request) string, onRefuse func(kind string), log *slog.Logger, next http.Handler) http.Handler {
+func requireBearer(cs *callers, metadata func(*http.Request) string, onRefuse func(errkinds.Kind), log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// A refused request's body is read (up to a bound) before the
 		// answer: a client that sent it whole with Connection: close would
@@ -43,33 +51,27 @@ func requireBearer(cs *callers, metadata func(*http.Request) string, onRefuse fu
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok {
 			drainRefused(r)
-			onRefuse(authn.KindUnauthorized)
 			w.Header().Set("WWW-Authenticate", challenge)
-			writeJSONError(w, http.StatusUnauthorized, "unauthorized", "missing bearer token")
+			writeRefusal(w, onRefuse, errkinds.RefuseMissingBearer)
 			return
 		}
 		caller, err := cs.authenticate(r.Context(), token)
 		if err != nil {
 			drainRefused(r)
 			kind := authn.KindOf(err)
-			onRefuse(kind)
-			if kind != authn.KindUnauthorized {
+			if kind != errkinds.Unauthorized {
 				// The reason is for the operator; it never holds the
 				// token. A wrong opaque token is not logged: a flood of
 				// guesses must not flood the log.
 				log.Info("request refused", "kind", kind, "reason", err.Error(), "remote", clientIP(r))
 			}
-			if kind == authn.KindAuthUnavailable {
+			row := errkinds.AuthRefusal(kind)
+			if row.Status == http.StatusServiceUnavailable {
 				w.Header().Set("Retry-After", "5")
-				writeJSONError(w, http.StatusServiceUnavailable, kind, authn.Messages[kind])
-				return
+			} else {
+				w.Header().Set("WWW-Authenticate", challenge+`, error="invalid_token"`)
 			}
-			w.Header().Set("WWW-Authenticate", challenge+`, error="invalid_token"`)
-			code := kind
-			if kind == authn.KindUnauthorized {
-				code = "unauthorized"
-			}
-			writeJSONError(w, http.StatusUnauthorized, code, authn.Messages[kind])
+			writeRefusal(w, onRefuse, row)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(withCaller(r.Context(), caller)))
@@ -87,11 +89,10 @@ func drainRefused(r *http.Request) {
 // hostGuard is the anti-DNS-rebinding check: the Host must be a loopback
 // authority or one of gateway.allowed_hosts (in-cluster, the Service
 // names). It applies whatever interface the request arrived on.
-func hostGuard(allowed []string, onRefuse func(kind string), next http.Handler) http.Handler {
+func hostGuard(allowed []string, onRefuse func(errkinds.Kind), next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !HostAllowed(r.Host, allowed) {
-			onRefuse("host_not_allowed")
-			writeJSONError(w, http.StatusForbidden, "forbidden", "invalid Host header")
+			writeRefusal(w, onRefuse, errkinds.RefuseHost)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -117,11 +118,10 @@ func HostAllowed(host string, allowed []string) bool {
 
 // originGuard refuses cross-origin browser requests (a page that fires a
 // POST at the loopback gateway). MCP clients send no Origin and pass.
-func originGuard(onRefuse func(kind string), next http.Handler) http.Handler {
+func originGuard(onRefuse func(errkinds.Kind), next http.Handler) http.Handler {
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		onRefuse("origin_refused")
-		writeJSONError(w, http.StatusForbidden, "forbidden", "cross-origin request refused")
+		writeRefusal(w, onRefuse, errkinds.RefuseCrossOrigin)
 	}))
 	return cop.Handler(next)
 }
@@ -129,11 +129,10 @@ func originGuard(onRefuse func(kind string), next http.Handler) http.Handler {
 // acceptGuard enforces the Streamable HTTP rule that a POST accepts both
 // application/json and text/event-stream, with 406 as the spec says (the
 // SDK alone would answer 400).
-func acceptGuard(onRefuse func(kind string), next http.Handler) http.Handler {
+func acceptGuard(onRefuse func(errkinds.Kind), next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && !acceptsBoth(r.Header.Values("Accept")) {
-			onRefuse("not_acceptable")
-			writeJSONError(w, http.StatusNotAcceptable, "not_acceptable", "Accept must list both application/json and text/event-stream")
+			writeRefusal(w, onRefuse, errkinds.RefuseNotAcceptable)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -228,12 +227,11 @@ func clientIP(r *http.Request) string {
 	return ip
 }
 
-func (l *RateLimiter) middleware(onRefuse func(kind string), next http.Handler) http.Handler {
+func (l *RateLimiter) middleware(onRefuse func(errkinds.Kind), next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !l.Allow(clientIP(r)) {
-			onRefuse(KindTooManyRequests)
 			w.Header().Set("Retry-After", "60")
-			writeJSONError(w, http.StatusTooManyRequests, KindTooManyRequests, "too many requests")
+			writeRefusal(w, onRefuse, errkinds.RefuseTooManyRequests)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -252,7 +250,7 @@ func (l *RateLimiter) middleware(onRefuse func(kind string), next http.Handler) 
 //
 // It runs behind the bearer gate, so only an authenticated body is read
 // here; the SDK still applies its own size cap (413) to the same bytes.
-func (l *RateLimiter) batchCharge(onRefuse func(kind string), next http.Handler) http.Handler {
+func (l *RateLimiter) batchCharge(onRefuse func(errkinds.Kind), next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
 			next.ServeHTTP(w, r)
@@ -266,19 +264,14 @@ func (l *RateLimiter) batchCharge(onRefuse func(kind string), next http.Handler)
 		}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
 		if err == nil && len(head) <= MaxBodyBytes {
 			if n := batchLen(head); n > 1 && !l.AllowN(clientIP(r), n-1) {
-				onRefuse(KindTooManyRequests)
 				w.Header().Set("Retry-After", "60")
-				writeJSONError(w, http.StatusTooManyRequests, KindTooManyRequests, BatchRateLimitedMessage)
+				writeRefusal(w, onRefuse, errkinds.RefuseBatchTooManyRequests)
 				return
 			}
 		}
 		next.ServeHTTP(w, r)
 	})
 }
-
-// BatchRateLimitedMessage is the 429 message of a batch that does not fit
-// in what is left of the per-IP limit.
-const BatchRateLimitedMessage = "too many requests: a JSON-RPC batch counts each of its requests"
 
 // batchLen is the number of messages in a JSON-RPC batch body, or 1 for
 // anything else (a single message, or a body the SDK will refuse as

@@ -10,7 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/garraia/garra/internal/agent"
-	"github.com/garraia/garra/internal/ask"
+	"github.com/garraia/garra/internal/errkinds"
 	"github.com/garraia/garra/internal/strictargs"
 )
 
@@ -97,15 +97,15 @@ func (d *dispatcher) handleAgent(ctx context.Context, r *mcp.CallToolRequest) (*
 	start := d.o.Now()
 	call, err := d.agentCall(r.Params.Arguments)
 	if err != nil {
-		d.audit(ctx, r, agentToolName, "invalid_params", ask.KindUsage, "", "", start)
+		d.audit(ctx, r, agentToolName, "invalid_params", errkinds.Usage, "", "", start)
 		return nil, invalidParams(err)
 	}
 	env, err := d.o.Agent.RunAgent(ctx, call)
 	if err != nil {
-		d.audit(ctx, r, agentToolName, "invalid_params", ask.KindUsage, call.Provider, call.Model, start)
+		d.audit(ctx, r, agentToolName, "invalid_params", errkinds.Usage, call.Provider, call.Model, start)
 		return nil, invalidParams(fmt.Errorf("working_dir: %w", err))
 	}
-	kind := ""
+	var kind errkinds.Kind
 	if env.Error != nil {
 		kind = env.Error.Kind
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/errkinds"
 	"github.com/garraia/garra/internal/strictargs"
 )
 
@@ -98,11 +99,11 @@ func (d *dispatcher) handleAsk(ctx context.Context, r *mcp.CallToolRequest) (*mc
 	start := d.o.Now()
 	req, err := d.askRequest(r.Params.Arguments)
 	if err != nil {
-		d.audit(ctx, r, askToolName, "invalid_params", ask.KindUsage, "", "", start)
+		d.audit(ctx, r, askToolName, "invalid_params", errkinds.Usage, "", "", start)
 		return nil, invalidParams(err)
 	}
 	env := d.o.Asker.Ask(ctx, req)
-	kind := ""
+	var kind errkinds.Kind
 	if env.Error != nil {
 		kind = env.Error.Kind
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/audit"
+	"github.com/garraia/garra/internal/errkinds"
 )
 
 // ResourcePolicy is the stdio server's one resource: the operator knobs in
@@ -99,7 +100,7 @@ func (d *dispatcher) auditMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 				Outcome: audit.OutcomeOK, Latency: d.o.Now().Sub(start)}
 			if served == "" || err != nil {
 				// The URI is caller text: it reaches the file only as a pseudonym.
-				rec.Resource, rec.Target, rec.Outcome, rec.Kind = "unknown", uri, audit.OutcomeNotFound, "not_found"
+				rec.Resource, rec.Target, rec.Outcome, rec.Kind = "unknown", uri, audit.OutcomeNotFound, errkinds.NotFound
 			}
 			d.o.Logger.Info("mcp resource read", "resource", rec.Resource, "outcome", rec.Outcome)
 			d.o.Audit.Record(rec)
@@ -112,7 +113,7 @@ func (d *dispatcher) auditMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			res, err := next(ctx, method, req)
 			if !slices.Contains(d.tools, name) {
 				rec := audit.Record{Surface: audit.SurfaceStdio, Caller: clientName(req), Tool: "unknown", Target: name,
-					Outcome: audit.OutcomeNotFound, Kind: "not_found"}
+					Outcome: audit.OutcomeNotFound, Kind: errkinds.NotFound}
 				if name == agentToolName {
 					// The one unknown name worth naming: the opt-in tool, off.
 					rec.Tool, rec.Target = agentToolName, ""

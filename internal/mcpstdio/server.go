@@ -15,6 +15,7 @@ import (
 
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/audit"
+	"github.com/garraia/garra/internal/errkinds"
 )
 
 // ServerName is the MCP implementation name reported at initialize.
@@ -91,9 +92,9 @@ func (d *dispatcher) agentEnabled() bool { return d.o.Policy.EnableTools && d.o.
 
 // audit writes the audit lines for one call, to stderr and to the audit
 // file: never the prompt or the answer.
-func (d *dispatcher) audit(ctx context.Context, r *mcp.CallToolRequest, tool, outcome, kind, provider, model string, start time.Time) {
+func (d *dispatcher) audit(ctx context.Context, r *mcp.CallToolRequest, tool, outcome string, kind errkinds.Kind, provider, model string, start time.Time) {
 	if d.o.RecordKind != nil && kind != "" {
-		d.o.RecordKind(ctx, kind)
+		d.o.RecordKind(ctx, string(kind))
 	}
 	lat := d.o.Now().Sub(start)
 	d.o.Logger.Info("mcp call",

@@ -12,6 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/garraia/garra/internal/errkinds"
 )
 
 // Transport is the stdio transport of `garra mcp-server`: newline-delimited
@@ -60,10 +62,10 @@ func (t *Transport) Connect(ctx context.Context) (mcp.Connection, error) {
 	return (&mcp.IOTransport{Reader: in, Writer: out, MaxLineLength: -1}).Connect(ctx)
 }
 
-// Error messages of the replies the filter writes itself. They never quote
-// the input: a line may hold a secret pasted by mistake.
+// Error messages of the replies the filter writes itself (the parse error's
+// is errkinds.RPCParseError's). They never quote the input: a line may hold
+// a secret pasted by mistake.
 const (
-	msgParseError     = "Parse error: the line is not valid JSON"
 	msgInvalidRequest = "Invalid Request: the line is not a JSON-RPC 2.0 message"
 	msgLineTooLong    = "Invalid Request: the line is longer than the server accepts"
 	msgEmptyBatch     = "Invalid Request: empty batch"
@@ -273,7 +275,7 @@ func (l *lineFilter) accept(line []byte) ([]byte, error) {
 		return nil, nil
 	}
 	if !json.Valid(line) {
-		return nil, l.out.writeError(jsonrpc.ID{}, jsonrpc.CodeParseError, msgParseError)
+		return nil, l.out.writeError(jsonrpc.ID{}, jsonrpc.CodeParseError, errkinds.RPCParseError.Message)
 	}
 	msgs, code, msg := validate(line)
 	if code != 0 {

@@ -119,6 +119,7 @@ import (
 	"github.com/garraia/garra/internal/jail"
 	"github.com/garraia/garra/internal/mcpcancel"
 	"github.com/garraia/garra/internal/telemetry"
+	"github.com/garraia/garra/internal/toolchain"
 	"github.com/garraia/garra/internal/tools"
 )
 
@@ -188,11 +189,26 @@ type Options struct {
 	MaxOutputBytes int
 	// ShutdownTimeout overrides DefaultShutdownTimeout for Run.
 	ShutdownTimeout time.Duration
+	// RequiredTools are the programs the orchestrator's spec says the
+	// image must have; garra://sandbox/toolchain lists the missing ones.
+	// Each must pass toolchain.CheckRequired.
+	RequiredTools []string
+	// ToolchainPATH is the PATH searched for the toolchain ("" = $PATH,
+	// which is bash's too).
+	ToolchainPATH string
+	// ToolchainTTL is how long a discovery is served before the next read
+	// runs it again (DefaultToolchainTTL when not positive).
+	ToolchainTTL time.Duration
 	// TracerProvider makes each MCP request a SERVER span, a child of
 	// the gateway's span when its traceparent header came along; nil =
 	// untraced.
 	TracerProvider trace.TracerProvider
 }
+
+// DefaultToolchainTTL is how long one toolchain discovery is served: the
+// image's programs change only when bash installs one under HOME or the
+// workspace, and a discovery runs a process per program found.
+const DefaultToolchainTTL = time.Minute
 
 // Server is the sandbox: build it with New, serve Handler (or call Run),
 // and Close it when done.
@@ -216,6 +232,8 @@ type Server struct {
 	// disconnects stops its bash command instead of leaving it to run
 	// until its own timeout (up to 10 minutes).
 	requests *mcpcancel.Requests
+
+	toolchain *toolchainCache
 }
 
 // callIDHeader carries, from our middleware to the tool handler, the id
@@ -242,6 +260,9 @@ func New(o Options) (*Server, error) {
 		}
 		sums = [][sha256.Size]byte{sha256.Sum256([]byte(o.Token))}
 	}
+	if err := toolchain.CheckRequired(o.RequiredTools); err != nil {
+		return nil, fmt.Errorf("required tools: %w", err)
+	}
 	ws, info, err := checkWorkspace(o.Workspace)
 	if err != nil {
 		return nil, err
@@ -263,6 +284,7 @@ func New(o Options) (*Server, error) {
 		jail:      j,
 		shutdown:  o.ShutdownTimeout,
 		requests:  mcpcancel.New(callIDHeader),
+		toolchain: newToolchainCache(o),
 	}
 	s.tokens.Store(&sums)
 	s.stopCtx, s.stopCalls = context.WithCancel(context.Background())
@@ -295,6 +317,7 @@ func New(o Options) (*Server, error) {
 			InputSchema: t.InputSchema, // json.RawMessage: sent unchanged
 		}, s.toolHandler(t.Name))
 	}
+	s.addToolchainResource()
 	if o.TracerProvider != nil {
 		s.mcp.AddReceivingMiddleware(telemetry.ServerMiddleware(o.TracerProvider, telemetry.TransportTCP))
 	}
@@ -586,6 +609,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			_ = filewatch.Run(wctx, filewatch.Options{Paths: []string{s.tokenFile}, Logger: s.log}, s.reloadTokens)
 		}()
 	}
+	// Discover once at start, so the gateway's first read of the
+	// toolchain does not wait for it.
+	go s.toolchain.get(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -111,7 +111,7 @@ func (c *checker) isAssoc(name *syntax.Lit) bool {
 
 // arithName checks a variable read by name inside an expression.
 func (c *checker) arithName(name string, depth int) string {
-	if specialParams[name] {
+	if specialParams()[name] {
 		return ""
 	}
 	vi := c.env.vars[name]

@@ -3,6 +3,7 @@ package shellgate
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -67,10 +68,10 @@ func (c *checker) gateCall(cl callCtx) string {
 			return r
 		}
 	}
-	if loaderRe.MatchString(prog) {
+	if loaderRe().MatchString(prog) {
 		return c.unwrapLoader(cl)
 	}
-	if nameBuiltins[prog] {
+	if nameBuiltins()[prog] {
 		for _, a := range cl.args[1:] {
 			if subscriptSubst(a.val) {
 				return "command substitution in an array subscript"
@@ -80,7 +81,7 @@ func (c *checker) gateCall(cl callCtx) string {
 			return r
 		}
 	}
-	if spec, ok := wrappers[prog]; ok {
+	if spec, ok := wrappers()[prog]; ok {
 		return c.unwrap(prog, spec, cl)
 	}
 	if r := c.program(prog, cl); r != "" {
@@ -97,25 +98,25 @@ func (c *checker) gateCall(cl callCtx) string {
 
 // program applies the rules for prog itself.
 func (c *checker) program(prog string, cl callCtx) string {
-	if networkPrograms[prog] {
+	if networkPrograms()[prog] {
 		return "network-capable program " + q(prog)
 	}
 	if prog == "printenv" {
 		return "environment dump (printenv)"
 	}
-	if kind, ok := destructivePrograms[prog]; ok {
+	if kind, ok := destructivePrograms()[prog]; ok {
 		return fmt.Sprintf("%s (%s)", kind, q(prog))
 	}
 	if strings.HasPrefix(prog, "mkfs") {
 		return "filesystem format (" + q(prog) + ")"
 	}
-	if shells[prog] {
+	if shells()[prog] {
 		return c.shell(prog, cl)
 	}
-	if m := interpreterRe.FindStringSubmatch(prog); m != nil {
+	if m := interpreterRe().FindStringSubmatch(prog); m != nil {
 		return c.interpreter(m[1], prog, cl)
 	}
-	if spec, ok := otherInterp[prog]; ok {
+	if spec, ok := otherInterp()[prog]; ok {
 		return c.otherInterpreter(prog, spec, cl)
 	}
 	return c.special(prog, cl)
@@ -123,17 +124,19 @@ func (c *checker) program(prog string, cl callCtx) string {
 
 // quietPrograms never open their arguments as files or run them: a
 // run-time value passed to them cannot reach a sensitive file.
-var quietPrograms = set("echo", "printf", "test", "[", "true", "false", ":", "exit", "return",
-	"shift", "kill", "sleep", "wait", "let", "read", "local", "declare", "typeset", "export",
-	"readonly", "unset", "cd", "pushd", "popd", "set", "shopt", "jobs", "disown", "type", "hash",
-	"basename", "dirname", "seq", "expr", "umask", "ulimit", "times", "caller", "getopts", "break",
-	"continue", "mapfile", "readarray", "alias", "unalias", "trap", "eval", "tput", "usleep", "dirs")
+var quietPrograms = sync.OnceValue(func() map[string]bool {
+	return set("echo", "printf", "test", "[", "true", "false", ":", "exit", "return",
+		"shift", "kill", "sleep", "wait", "let", "read", "local", "declare", "typeset", "export",
+		"readonly", "unset", "cd", "pushd", "popd", "set", "shopt", "jobs", "disown", "type", "hash",
+		"basename", "dirname", "seq", "expr", "umask", "ulimit", "times", "caller", "getopts", "break",
+		"continue", "mapfile", "readarray", "alias", "unalias", "trap", "eval", "tput", "usleep", "dirs")
+})
 
 // runtimeArgs blocks run-time text (command output, read input) passed to a
 // program that may open it as a file: the gate cannot tell what it names,
 // and it could name /proc/*/environ as well as anything else.
 func (c *checker) runtimeArgs(prog string, cl callCtx) string {
-	if quietPrograms[prog] {
+	if quietPrograms()[prog] {
 		return ""
 	}
 	if prog == "date" && !hasAny(cl.args, "-f", "-r") {
@@ -374,8 +377,10 @@ func (c *checker) special(prog string, cl callCtx) string {
 }
 
 // nameBuiltins take variable names, whose subscripts bash evaluates.
-var nameBuiltins = set("read", "printf", "unset", "test", "[", "declare", "typeset", "local",
-	"export", "readonly", "mapfile", "readarray", "wait", "getopts", "let")
+var nameBuiltins = sync.OnceValue(func() map[string]bool {
+	return set("read", "printf", "unset", "test", "[", "declare", "typeset", "local",
+		"export", "readonly", "mapfile", "readarray", "wait", "getopts", "let")
+})
 
 // nameArgs checks the variable names a builtin takes: their subscripts
 // are evaluated, and a name with the integer attribute evaluates the value

@@ -101,7 +101,7 @@ func inlineCode(prog string, rest []*syntax.Word) string {
 	switch p := progName(prog); {
 	case p == "eval":
 		return strings.Join(words, " ")
-	case shells[p]:
+	case shells()[p]:
 		for i, w := range words {
 			if strings.HasPrefix(w, "-") && !strings.HasPrefix(w, "--") && strings.Contains(w, "c") && i+1 < len(words) {
 				return words[i+1]

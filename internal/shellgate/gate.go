@@ -422,7 +422,7 @@ func (c *checker) assign(as *syntax.Assign) string {
 
 // checkVar applies the rules for assigning val to a variable named name.
 func (c *checker) checkVar(name string, val arg) string {
-	kind := codeVars[name]
+	kind := codeVars()[name]
 	switch {
 	case strings.HasPrefix(name, "BASH_FUNC_"):
 		return "function exported through the environment (" + clip(name, maxNameLen) + ")"

@@ -3,6 +3,7 @@ package shellgate
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -252,10 +253,10 @@ func (c *checker) interpreter(lang, prog string, cl callCtx) string {
 						return "non-literal module for " + q(prog)
 					}
 				}
-				if pythonModules[strings.ToLower(mod)] {
+				if pythonModules()[strings.ToLower(mod)] {
 					return "python module " + q(mod) + " runs a server or inline code"
 				}
-				if pythonRunners[mod] {
+				if pythonRunners()[mod] {
 					// python -m cProfile -m http.server: the rest is python's
 					// own command line again.
 					rest := i + 1
@@ -436,14 +437,26 @@ func (c *checker) awkRule(args []arg) string {
 }
 
 var (
-	awkStringRe = regexp.MustCompile(`"(\\.|[^"\\])*"`)
-	awkSystemRe = regexp.MustCompile(`\bsystem\s*\(`)
-	awkGetRe    = regexp.MustCompile(`\|\s*&?\s*getline|\|&`)
-	awkPrintRe  = regexp.MustCompile(`\bprintf?\b[^;{}\n]*[^|]\|[^|]`)
+	awkStringRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`"(\\.|[^"\\])*"`)
+	})
+	awkSystemRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\bsystem\s*\(`)
+	})
+	awkGetRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\|\s*&?\s*getline|\|&`)
+	})
+	awkPrintRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\bprintf?\b[^;{}\n]*[^|]\|[^|]`)
+	})
 	// getline from a file whose name is not a single string literal.
-	awkReadRe = regexp.MustCompile(`\bgetline\b\s*[A-Za-z_$][A-Za-z0-9_\[\]$]*?\s*<\s*[^"\s]|\bgetline\s*<\s*[^"\s]|\bgetline\b[^;{}\n]*<\s*""\s*[^\s;})]`)
+	awkReadRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\bgetline\b\s*[A-Za-z_$][A-Za-z0-9_\[\]$]*?\s*<\s*[^"\s]|\bgetline\s*<\s*[^"\s]|\bgetline\b[^;{}\n]*<\s*""\s*[^\s;})]`)
+	})
 	// The target of print > and print >>, literal strings kept.
-	awkRedirRe = regexp.MustCompile(`\bprintf?\b(?:[^;{}\n">]|"(?:\\.|[^"\\])*")*>>?\s*("(?:\\.|[^"\\])*"|[^;{}\n]*)`)
+	awkRedirRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\bprintf?\b(?:[^;{}\n">]|"(?:\\.|[^"\\])*")*>>?\s*("(?:\\.|[^"\\])*"|[^;{}\n]*)`)
+	})
 )
 
 func (c *checker) awkRisk(prog string) string {
@@ -455,18 +468,18 @@ func (c *checker) awkRisk(prog string) string {
 	case strings.Contains(prog, "ENVIRON"):
 		return "environment dump (awk ENVIRON)"
 	}
-	code := awkStringRe.ReplaceAllString(prog, `""`)
+	code := awkStringRe().ReplaceAllString(prog, `""`)
 	switch {
-	case awkSystemRe.MatchString(code):
+	case awkSystemRe().MatchString(code):
 		return "awk system() runs commands"
-	case awkGetRe.MatchString(code):
+	case awkGetRe().MatchString(code):
 		return "awk reads from a command (| getline)"
-	case awkPrintRe.MatchString(code + " "):
+	case awkPrintRe().MatchString(code + " "):
 		return "awk prints into a command (print | cmd)"
-	case awkReadRe.MatchString(code):
+	case awkReadRe().MatchString(code):
 		return "awk reads a file chosen at run time (getline < expression)"
 	}
-	for _, m := range awkRedirRe.FindAllStringSubmatch(prog, -1) {
+	for _, m := range awkRedirRe().FindAllStringSubmatch(prog, -1) {
 		target := strings.TrimSpace(m[1])
 		if strings.HasPrefix(target, "\"") && strings.HasSuffix(target, "\"") && len(target) >= 2 {
 			if r := c.write(litArg(target[1:len(target)-1]), "awk print >"); r != "" {

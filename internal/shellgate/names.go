@@ -4,6 +4,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -26,16 +27,18 @@ import (
 //     arguments in place of "$@" and $1…
 
 // specialPrograms are the programs special() has rules for.
-var specialPrograms = set("eval", "source", ".", "trap", "alias", "set", "export", "declare",
-	"typeset", "readonly", "local", "compgen", "enable", "hash", "mapfile", "readarray", "rm",
-	"unlink", "find", "dd", "chmod", "chown", "chgrp", "tee", "truncate", "cp", "ln", "install",
-	"mv", "sed", "gsed", "awk", "gawk", "mawk", "nawk", "ps", "kill", "tar", "bsdtar", "gtar",
-	"zip", "make", "gmake", "man", "journalctl", "getent", "split", "sort", "vim", "vi", "nvim",
-	"view", "gvim", "rvim", "vimdiff", "ex", "nex", "emacs", "emacsclient", "ed", "red", "sqlite3",
-	"sqlite", "git", "service", "ip", "ifconfig", "route", "sysctl", "hostname", "bun", "less",
-	"more", "most", "rg", "ripgrep", "go", "cargo", "apt", "apt-get", "aptitude", "dpkg", "rpm",
-	"rpmspec", "rpmbuild", "nodemon", "npm", "pnpm", "yarn", "docker-compose", "podman-compose",
-	"printenv", "touch", "mkdir", "rmdir", "mkfifo", "mknod")
+var specialPrograms = sync.OnceValue(func() map[string]bool {
+	return set("eval", "source", ".", "trap", "alias", "set", "export", "declare",
+		"typeset", "readonly", "local", "compgen", "enable", "hash", "mapfile", "readarray", "rm",
+		"unlink", "find", "dd", "chmod", "chown", "chgrp", "tee", "truncate", "cp", "ln", "install",
+		"mv", "sed", "gsed", "awk", "gawk", "mawk", "nawk", "ps", "kill", "tar", "bsdtar", "gtar",
+		"zip", "make", "gmake", "man", "journalctl", "getent", "split", "sort", "vim", "vi", "nvim",
+		"view", "gvim", "rvim", "vimdiff", "ex", "nex", "emacs", "emacsclient", "ed", "red", "sqlite3",
+		"sqlite", "git", "service", "ip", "ifconfig", "route", "sysctl", "hostname", "bun", "less",
+		"more", "most", "rg", "ripgrep", "go", "cargo", "apt", "apt-get", "aptitude", "dpkg", "rpm",
+		"rpmspec", "rpmbuild", "nodemon", "npm", "pnpm", "yarn", "docker-compose", "podman-compose",
+		"printenv", "touch", "mkdir", "rmdir", "mkfifo", "mknod")
+})
 
 // progKind is how the gate classifies a program name, "" when it has no
 // rule for it. Two names of one kind are interchangeable.
@@ -43,30 +46,30 @@ func progKind(name string) string {
 	switch {
 	case name == "":
 		return ""
-	case shells[name]:
+	case shells()[name]:
 		return "shell"
-	case interpreterRe.MatchString(name):
-		return "interp:" + interpreterRe.FindStringSubmatch(name)[1]
-	case networkPrograms[name]:
+	case interpreterRe().MatchString(name):
+		return "interp:" + interpreterRe().FindStringSubmatch(name)[1]
+	case networkPrograms()[name]:
 		return "net:" + name
 	case strings.HasPrefix(name, "mkfs"):
 		return "mkfs"
-	case loaderRe.MatchString(name):
+	case loaderRe().MatchString(name):
 		return "loader"
 	}
-	if _, ok := otherInterp[name]; ok {
+	if _, ok := otherInterp()[name]; ok {
 		return "interp:" + name
 	}
-	if _, ok := destructivePrograms[name]; ok {
+	if _, ok := destructivePrograms()[name]; ok {
 		return "deny:" + name
 	}
-	if _, ok := wrappers[name]; ok {
+	if _, ok := wrappers()[name]; ok {
 		return "wrap:" + name
 	}
-	_, ro := readOnly[name]
-	_, mu := mutating[name]
-	_, sw := subcommandWrappers[name]
-	if ro || mu || sw || specialPrograms[name] {
+	_, ro := readOnly()[name]
+	_, mu := mutating()[name]
+	_, sw := subcommandWrappers()[name]
+	if ro || mu || sw || specialPrograms()[name] {
 		return "tool:" + name
 	}
 	return ""
@@ -105,26 +108,26 @@ func (c *checker) programPath(a arg) string {
 
 // gatedMatch returns a program name with rules that pattern p matches.
 func gatedMatch(p string) string {
-	for _, names := range []map[string]bool{shells, networkPrograms, specialPrograms, interpreterNames} {
+	for _, names := range []map[string]bool{shells(), networkPrograms(), specialPrograms(), interpreterNames()} {
 		for n := range names {
 			if match(p, n) {
 				return n
 			}
 		}
 	}
-	for _, m := range []map[string]wrapSpec{wrappers} {
+	for _, m := range []map[string]wrapSpec{wrappers()} {
 		for n := range m {
 			if match(p, n) {
 				return n
 			}
 		}
 	}
-	for n := range otherInterp {
+	for n := range otherInterp() {
 		if match(p, n) {
 			return n
 		}
 	}
-	for n := range destructivePrograms {
+	for n := range destructivePrograms() {
 		if match(p, n) {
 			return n
 		}
@@ -133,8 +136,10 @@ func gatedMatch(p string) string {
 }
 
 // interpreterNames are common spellings interpreterRe accepts.
-var interpreterNames = set("python", "python2", "python3", "pypy", "pypy3", "perl", "perl5", "ruby",
-	"node", "nodejs", "php", "lua", "luajit")
+var interpreterNames = sync.OnceValue(func() map[string]bool {
+	return set("python", "python2", "python3", "pypy", "pypy3", "perl", "perl5", "ruby",
+		"node", "nodejs", "php", "lua", "luajit")
+})
 
 // copyName checks cp/ln/install/mv of sources to dest (nil: into the
 // directory named by -t), and records copies made under their own name.
@@ -172,16 +177,18 @@ func (c *checker) copyName(prog string, srcs []arg, dest *arg, intoDir bool) str
 }
 
 // metadataPrograms read a program file without reproducing its content.
-var metadataPrograms = set("ls", "stat", "file", "ldd", "readlink", "realpath", "which", "type",
-	"command", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum", "md5sum", "b2sum",
-	"cksum", "sum", "du", "wc", "nm", "objdump", "readelf", "size", "test", "[", "echo", "printf",
-	"dirname", "basename", "cmp", "diff", "grep", "egrep", "fgrep", "rg", "strings", "whereis",
-	"cp", "ln", "install", "mv", "rm", "chmod", "chown", "chgrp", "touch", "ldconfig", "hash")
+var metadataPrograms = sync.OnceValue(func() map[string]bool {
+	return set("ls", "stat", "file", "ldd", "readlink", "realpath", "which", "type",
+		"command", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum", "md5sum", "b2sum",
+		"cksum", "sum", "du", "wc", "nm", "objdump", "readelf", "size", "test", "[", "echo", "printf",
+		"dirname", "basename", "cmp", "diff", "grep", "egrep", "fgrep", "rg", "strings", "whereis",
+		"cp", "ln", "install", "mv", "rm", "chmod", "chown", "chgrp", "touch", "ldconfig", "hash")
+})
 
 // contentCopy blocks a program that reads a gated program's file and sends
 // what it reads to a file or a pipe: the copy can be run under any name.
 func (c *checker) contentCopy(prog string, cl callCtx) string {
-	if metadataPrograms[prog] || !c.outputKept(prog, cl) {
+	if metadataPrograms()[prog] || !c.outputKept(prog, cl) {
 		return ""
 	}
 	for _, a := range cl.args[1:] {
@@ -218,12 +225,12 @@ func (c *checker) outputKept(prog string, cl callCtx) bool {
 	}
 	if cl.pipedOut {
 		reader, _ := callName(c.pipeTo[cl.stmt])
-		return cl.stmt == nil || !metadataPrograms[reader]
+		return cl.stmt == nil || !metadataPrograms()[reader]
 	}
 	for _, r := range cl.redirs {
 		if (r.N == nil || r.N.Value == "1") && isOutRedirect(r.Op) {
 			a := c.resolve(r.Word)
-			if !(a.lit && writableDev[a.val]) {
+			if !(a.lit && writableDev()[a.val]) {
 				return true
 			}
 		}
@@ -232,7 +239,9 @@ func (c *checker) outputKept(prog string, cl callCtx) bool {
 }
 
 // loaderRe matches the dynamic loader, which runs any program given to it.
-var loaderRe = regexp.MustCompile(`^ld(-linux[-a-z0-9_.]*|-musl-[a-z0-9_]+|64)?\.so(\.[0-9]+)*$`)
+var loaderRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^ld(-linux[-a-z0-9_.]*|-musl-[a-z0-9_]+|64)?\.so(\.[0-9]+)*$`)
+})
 
 // unwrapLoader: ld.so [options] PROGRAM ARGS… runs PROGRAM; --preload and
 // --audit load libraries into it, --argv0 renames it.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -94,17 +95,19 @@ func (c *checker) programValue(what string, v arg) string {
 // optCarriers are environment variables that hold a tool's options, and
 // the command line they are judged as (with a harmless operand where the
 // tool would otherwise read a program from stdin).
-var optCarriers = map[string][2]string{
-	"TAR_OPTIONS": {"tar", ""}, "MAKEFLAGS": {"make", ""}, "MFLAGS": {"make", ""},
-	"GNUMAKEFLAGS": {"make", ""}, "NODE_OPTIONS": {"node", "app.js"}, "PERL5OPT": {"perl", "app.pl"},
-	"RUBYOPT": {"ruby", "app.rb"}, "GOFLAGS": {"go build", ""}, "MANOPT": {"man", "ls"},
-	"ZIPOPT": {"zip", ""}, "LESS": {"less", "f"}, "SYSTEMD_LESS": {"less", "f"}, "BUN_OPTIONS": {"bun", "app.ts"},
-}
+var optCarriers = sync.OnceValue(func() map[string][2]string {
+	return map[string][2]string{
+		"TAR_OPTIONS": {"tar", ""}, "MAKEFLAGS": {"make", ""}, "MFLAGS": {"make", ""},
+		"GNUMAKEFLAGS": {"make", ""}, "NODE_OPTIONS": {"node", "app.js"}, "PERL5OPT": {"perl", "app.pl"},
+		"RUBYOPT": {"ruby", "app.rb"}, "GOFLAGS": {"go build", ""}, "MANOPT": {"man", "ls"},
+		"ZIPOPT": {"zip", ""}, "LESS": {"less", "f"}, "SYSTEMD_LESS": {"less", "f"}, "BUN_OPTIONS": {"bun", "app.ts"},
+	}
+})
 
 // carrierVar judges an assignment to an option-carrying variable as the
 // tool's own command line.
 func (c *checker) carrierVar(name string, val arg) (string, bool) {
-	prog, ok := optCarriers[name]
+	prog, ok := optCarriers()[name]
 	key, npm := strings.CutPrefix(strings.ToLower(name), "npm_config_")
 	switch {
 	case npm:
@@ -225,11 +228,13 @@ func (c *checker) makeRule(cl callCtx) string {
 	return ""
 }
 
-var makeAssignRe = regexp.MustCompile(`^([^\s:#=+?!$()-][^\s:#=+?!$()]*)\s*(::=|:::=|:=|\+=|\?=|!=|=)(.*)$`)
+var makeAssignRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([^\s:#=+?!$()-][^\s:#=+?!$()]*)\s*(::=|:::=|:=|\+=|\?=|!=|=)(.*)$`)
+})
 
 // makeAssign splits a make command-line variable definition.
 func makeAssign(v string) (name, op, val string, ok bool) {
-	m := makeAssignRe.FindStringSubmatch(v)
+	m := makeAssignRe().FindStringSubmatch(v)
 	if m == nil {
 		return "", "", "", false
 	}
@@ -253,7 +258,9 @@ func (c *checker) makeVar(name, op, val string) string {
 
 // sqliteDanger are the dot-commands of the sqlite3 shell that run programs
 // or load code; the shell accepts unique prefixes of them.
-var sqliteDanger = []string{"shell", "system", "load", "excel", "www"}
+var sqliteDanger = sync.OnceValue(func() []string {
+	return []string{"shell", "system", "load", "excel", "www"}
+})
 
 // sqliteRule blocks the sqlite3 dot-commands and SQL functions that run
 // programs, load code or write files anywhere.
@@ -298,7 +305,7 @@ func sqliteRisky(s string) bool {
 			continue
 		}
 		cmd := fields[0]
-		for _, d := range sqliteDanger {
+		for _, d := range sqliteDanger() {
 			if len(cmd) >= 2 && strings.HasPrefix(d, cmd) {
 				return true
 			}
@@ -381,7 +388,7 @@ func (c *checker) goRule(args []arg) string {
 						return r
 					}
 				}
-				if codeVars[k] == varCommand {
+				if codeVars()[k] == varCommand {
 					if r := c.nested(val); r != "" {
 						return r
 					}
@@ -474,12 +481,14 @@ func nodeModule(prog string, v arg) string {
 	return ""
 }
 
-var perlModuleRe = regexp.MustCompile(`^-?[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z0-9_]+)*('[A-Za-z0-9_]+)*(=[A-Za-z0-9_,.:/@+-]*)?$`)
+var perlModuleRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^-?[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z0-9_]+)*('[A-Za-z0-9_]+)*(=[A-Za-z0-9_,.:/@+-]*)?$`)
+})
 
 // perlModule checks the value of perl -M, -m and -d: anything but a module
 // name (and simple import list) is inlined into a use statement.
 func perlModule(prog string, mod string) string {
-	if mod == "" || perlModuleRe.MatchString(mod) {
+	if mod == "" || perlModuleRe().MatchString(mod) {
 		return ""
 	}
 	return "inline perl code (" + clip(prog, maxNameLen) + " -M with code)"
@@ -515,7 +524,7 @@ func (c *checker) npmRule(prog string, cl callCtx) string {
 		}
 		if val, has, ok := longOptIn(v, "script-shell", "shell"); ok {
 			sh, _, _ := optValue(args, i, val, has)
-			if !sh.lit || !shells[progName(sh.val)] {
+			if !sh.lit || !shells()[progName(sh.val)] {
 				return prog + " --script-shell runs scripts with another program"
 			}
 			continue

@@ -3,6 +3,7 @@ package shellgate
 import (
 	"path"
 	"strings"
+	"sync"
 )
 
 // A sensitive path can be spelled in many ways: /proc/*/environ,
@@ -150,13 +151,17 @@ func procAliases(p string) string {
 	if !strings.Contains(p, "/dev/") {
 		return p
 	}
-	return aliasReplacer.Replace(p)
+	return aliasReplacer().Replace(p)
 }
 
 var (
-	aliasReplacer = strings.NewReplacer("/dev/fd/", "/proc/self/fd/", "/dev/fd"+string(anyStr), "/proc/self/fd"+string(anyStr),
-		"/dev/stdin", "/proc/self/fd/0", "/dev/stdout", "/proc/self/fd/1", "/dev/stderr", "/proc/self/fd/2")
-	selfReplacer = strings.NewReplacer("/proc/self/", "/self/", "/proc/thread-self/", "/self/")
+	aliasReplacer = sync.OnceValue(func() *strings.Replacer {
+		return strings.NewReplacer("/dev/fd/", "/proc/self/fd/", "/dev/fd"+string(anyStr), "/proc/self/fd"+string(anyStr),
+			"/dev/stdin", "/proc/self/fd/0", "/dev/stdout", "/proc/self/fd/1", "/dev/stderr", "/proc/self/fd/2")
+	})
+	selfReplacer = sync.OnceValue(func() *strings.Replacer {
+		return strings.NewReplacer("/proc/self/", "/self/", "/proc/thread-self/", "/self/")
+	})
 )
 
 // otherProcs hides this process's own entries (/proc/self/fd/0 is only
@@ -166,25 +171,27 @@ func otherProcs(p string) string {
 	if !strings.Contains(p, "self/") {
 		return p
 	}
-	return selfReplacer.Replace(p)
+	return selfReplacer().Replace(p)
 }
 
-var sensitiveReads = []*sensitive{
-	newSensitive("/proc/"+string(anySeg)+"/environ", "read of /proc/*/environ", procAliases),
-	newSensitive("/proc/"+string(anySeg)+"/task/"+string(anySeg)+"/environ", "read of /proc/*/environ", procAliases),
-	newSensitive("/proc/"+string(anySeg)+"/mem", "read of /proc/*/mem", procAliases),
-	newSensitive("/proc/"+string(anySeg)+"/task/"+string(anySeg)+"/mem", "read of /proc/*/mem", procAliases),
-	newSensitive("/proc/"+string(anySeg)+"/fd", "another process's open files (/proc/*/fd)", otherProcs),
-	newSensitive("/proc/"+string(anySeg)+"/map_files/", "another process's mapped files (/proc/*/map_files)", otherProcs),
-	// /proc/self/fd/3/.. is wherever descriptor 3 points: cleaning the
-	// path lexically would be wrong, so the climb itself is refused.
-	newSensitive("/proc/"+string(anySeg)+"/fd/"+string(anySeg)+"/..", "a path that climbs out of a /proc link", procAliases),
-	newSensitive("/proc/"+string(anySeg)+"/cwd/..", "a path that climbs out of a /proc link", procAliases),
-	newSensitive("/dev/mem", "raw memory device", nil),
-	newSensitive("/dev/kmem", "raw memory device", nil),
-	newSensitive("/dev/port", "raw I/O port device", nil),
-	newSensitive("/run/secrets/", "mounted secrets (/run/secrets)", nil),
-}
+var sensitiveReads = sync.OnceValue(func() []*sensitive {
+	return []*sensitive{
+		newSensitive("/proc/"+string(anySeg)+"/environ", "read of /proc/*/environ", procAliases),
+		newSensitive("/proc/"+string(anySeg)+"/task/"+string(anySeg)+"/environ", "read of /proc/*/environ", procAliases),
+		newSensitive("/proc/"+string(anySeg)+"/mem", "read of /proc/*/mem", procAliases),
+		newSensitive("/proc/"+string(anySeg)+"/task/"+string(anySeg)+"/mem", "read of /proc/*/mem", procAliases),
+		newSensitive("/proc/"+string(anySeg)+"/fd", "another process's open files (/proc/*/fd)", otherProcs),
+		newSensitive("/proc/"+string(anySeg)+"/map_files/", "another process's mapped files (/proc/*/map_files)", otherProcs),
+		// /proc/self/fd/3/.. is wherever descriptor 3 points: cleaning the
+		// path lexically would be wrong, so the climb itself is refused.
+		newSensitive("/proc/"+string(anySeg)+"/fd/"+string(anySeg)+"/..", "a path that climbs out of a /proc link", procAliases),
+		newSensitive("/proc/"+string(anySeg)+"/cwd/..", "a path that climbs out of a /proc link", procAliases),
+		newSensitive("/dev/mem", "raw memory device", nil),
+		newSensitive("/dev/kmem", "raw memory device", nil),
+		newSensitive("/dev/port", "raw I/O port device", nil),
+		newSensitive("/run/secrets/", "mounted secrets (/run/secrets)", nil),
+	}
+})
 
 // sensitiveRead returns why reading (or naming) a path matching p leaks
 // secrets, or "".
@@ -192,7 +199,7 @@ func sensitiveRead(p string) string {
 	if !strings.ContainsAny(p, "/\x00\x03") {
 		return "" // no way to reach an absolute path
 	}
-	for _, s := range sensitiveReads {
+	for _, s := range sensitiveReads() {
 		q := p
 		if s.alter != nil {
 			q = s.alter(q)

@@ -5,6 +5,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // pathKind classifies a path operand by how much damage removing or
@@ -71,7 +72,7 @@ func classify(a arg) pathKind {
 			}
 			return pathSystem
 		}
-		for _, d := range systemDirs {
+		for _, d := range systemDirs() {
 			if match(comps[0], d) {
 				return pathSystem
 			}
@@ -235,14 +236,16 @@ func (c *checker) find(cl callCtx) string {
 	return ""
 }
 
-var findArgPrimaries = set("-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename",
-	"-regex", "-iregex", "-lname", "-ilname", "-type", "-xtype", "-user", "-group", "-uid", "-gid",
-	"-perm", "-size", "-mtime", "-mmin", "-atime", "-amin", "-ctime", "-cmin", "-links", "-inum",
-	"-samefile", "-maxdepth", "-mindepth", "-fstype", "-used", "-printf", "-context", "-files0-from",
-	"-regextype", "-newer", "-anewer", "-cnewer")
+var findArgPrimaries = sync.OnceValue(func() map[string]bool {
+	return set("-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename",
+		"-regex", "-iregex", "-lname", "-ilname", "-type", "-xtype", "-user", "-group", "-uid", "-gid",
+		"-perm", "-size", "-mtime", "-mmin", "-atime", "-amin", "-ctime", "-cmin", "-links", "-inum",
+		"-samefile", "-maxdepth", "-mindepth", "-fstype", "-used", "-printf", "-context", "-files0-from",
+		"-regextype", "-newer", "-anewer", "-cnewer")
+})
 
 func findTakesArg(prev arg) bool {
-	return prev.lit && (findArgPrimaries[prev.val] || strings.HasPrefix(prev.val, "-newer"))
+	return prev.lit && (findArgPrimaries()[prev.val] || strings.HasPrefix(prev.val, "-newer"))
 }
 
 // ddRule blocks any dd that writes to a file or device (of=); reading into
@@ -259,7 +262,9 @@ func ddRule(args []arg) string {
 	return ""
 }
 
-var chmodModeRe = regexp.MustCompile(`^[-+=][rwxXstugo0-7,+=-]*$`)
+var chmodModeRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[-+=][rwxXstugo0-7,+=-]*$`)
+})
 
 // permRule: chmod/chown/chgrp -R only on plain relative paths, and never
 // on /, ~ or system paths.
@@ -285,7 +290,7 @@ func (c *checker) permRule(prog string, args []arg) string {
 					ref = true
 				}
 				continue
-			case prog == "chmod" && chmodModeRe.MatchString(v) && !strings.ContainsAny(v, "R"):
+			case prog == "chmod" && chmodModeRe().MatchString(v) && !strings.ContainsAny(v, "R"):
 				// a mode such as -x or -w, not an option
 			default:
 				if strings.Contains(v, "R") {
@@ -359,18 +364,20 @@ func (c *checker) writeOperands(prog string, args []arg) string {
 // cwdWriters create files in the working directory whose names the
 // command line does not show (a patch's files, an archive's members, a
 // clone, node_modules, a build's output).
-var cwdWriters = map[string]map[string]bool{
-	"patch": nil, "unzip": nil, "cpio": nil, "7z": set("x", "e"), "git": set("clone", "init"),
-	"npm": set("install", "i", "ci", "add"), "pnpm": set("install", "i", "add"), "yarn": set("install", "add"),
-	"go": set("build", "generate", "mod", "install"), "cargo": set("build", "new", "init"),
-	"mktemp": nil,
-}
+var cwdWriters = sync.OnceValue(func() map[string]map[string]bool {
+	return map[string]map[string]bool{
+		"patch": nil, "unzip": nil, "cpio": nil, "7z": set("x", "e"), "git": set("clone", "init"),
+		"npm": set("install", "i", "ci", "add"), "pnpm": set("install", "i", "add"), "yarn": set("install", "add"),
+		"go": set("build", "generate", "mod", "install"), "cargo": set("build", "new", "init"),
+		"mktemp": nil,
+	}
+})
 
 // cwdWrite blocks those programs when the working directory may be a
 // system directory, and checks the directory or file they are told to
 // write (-d, -o, --output).
 func (c *checker) cwdWrite(prog string, args []arg) string {
-	subs, ok := cwdWriters[prog]
+	subs, ok := cwdWriters()[prog]
 	if !ok {
 		return ""
 	}
@@ -472,7 +479,7 @@ func (c *checker) copyRule(prog string, args []arg) string {
 		return r
 	}
 	for _, s := range srcs {
-		if s.lit && strings.Contains(s.val, "/") && networkPrograms[progName(s.val)] {
+		if s.lit && strings.Contains(s.val, "/") && networkPrograms()[progName(s.val)] {
 			return "copy of network-capable program " + q(progName(s.val))
 		}
 		if r := c.copyName(prog, []arg{s}, dest, intoDir || len(srcs) > 1); r != "" {
@@ -500,7 +507,7 @@ func protectedWrite(a arg, what string) string {
 	if p[0] == '/' {
 		c := path.Clean(p)
 		switch {
-		case writableDev[c], strings.HasPrefix(c, "/dev/fd/"), strings.HasPrefix(c, "/dev/shm/"),
+		case writableDev()[c], strings.HasPrefix(c, "/dev/fd/"), strings.HasPrefix(c, "/dev/shm/"),
 			strings.HasPrefix(c, "/proc/self/fd/"):
 			return ""
 		}
@@ -521,11 +528,11 @@ func protectedWrite(a arg, what string) string {
 		}
 	}
 	for _, comp := range strings.Split(p, "/") {
-		if sensitiveNames[comp] || gitName(comp) {
+		if sensitiveNames()[comp] || gitName(comp) {
 			return fmt.Sprintf("write to protected file %s (%s)", q(a.val), what)
 		}
 		if isWild(comp) && hasLiteral(comp, "") {
-			for name := range sensitiveNames {
+			for name := range sensitiveNames() {
 				if match(comp, name) || name == ".git" && match(strings.ToLower(comp), name) {
 					return fmt.Sprintf("write to protected file %s (%s)", q(a.val), what)
 				}

@@ -52,16 +52,16 @@ func subcommandAt(args []arg, from int, argFlags map[string]bool) []int {
 // the "tool run CMD" wrappers.
 func (c *checker) subcommands(prog string, cl callCtx) string {
 	args := cl.args
-	allow, isReadOnly := readOnly[prog]
-	deny, isMutating := mutating[prog]
-	runs, isRunner := subcommandWrappers[prog]
+	allow, isReadOnly := readOnly()[prog]
+	deny, isMutating := mutating()[prog]
+	runs, isRunner := subcommandWrappers()[prog]
 	if prog == "docker-compose" {
-		allow, isReadOnly = dockerReadOnly, true
+		allow, isReadOnly = dockerReadOnly(), true
 	}
 	if !isReadOnly && !isMutating && !isRunner {
 		return ""
 	}
-	cands := subcommandAt(args, 1, globalArgFlags[prog])
+	cands := subcommandAt(args, 1, globalArgFlags()[prog])
 	if len(cands) == 0 && prog == "deno" {
 		return "interpreter \"deno\" reading code from stdin"
 	}
@@ -158,7 +158,7 @@ func (c *checker) nestedSubcommand(prog, sub string, cl callCtx, i int) string {
 	flags := map[string]bool{}
 	switch prog {
 	case "docker", "podman", "nerdctl":
-		ok = dockerReadOnly
+		ok = dockerReadOnly()
 		if sub == "compose" {
 			flags = set("-f", "--file", "-p", "--project-name", "--profile", "--env-file", "--project-directory", "--ansi", "--parallel", "--progress")
 		}
@@ -237,7 +237,7 @@ func (c *checker) git(cl callCtx) string {
 			if !strings.Contains(v, "=") {
 				i++
 			}
-		case globalArgFlags["git"][v]:
+		case globalArgFlags()["git"][v]:
 			i++
 		}
 		i++
@@ -250,7 +250,7 @@ func (c *checker) git(cl callCtx) string {
 	}
 	sub := args[i].val
 	rest := args[i+1:]
-	if gitDenied[sub] || strings.HasPrefix(sub, "credential-") {
+	if gitDenied()[sub] || strings.HasPrefix(sub, "credential-") {
 		return "mutating subcommand " + q("git "+sub)
 	}
 	if foreignDir {
@@ -369,9 +369,9 @@ func (c *checker) gitConfigPair(a arg) string {
 func (c *checker) gitKey(key string, val arg, hasVal bool) string {
 	k := strings.ToLower(key)
 	switch {
-	case gitBlockedKeyRe.MatchString(k):
+	case gitBlockedKeyRe().MatchString(k):
 		return "git config " + q(key) + " can run programs or redirect data"
-	case gitCommandKeys[k] || strings.HasPrefix(k, "pager."):
+	case gitCommandKeys()[k] || strings.HasPrefix(k, "pager."):
 		if !hasVal {
 			return ""
 		}

@@ -3,6 +3,7 @@ package shellgate
 import (
 	"path"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -245,9 +246,11 @@ func (c *checker) partValueAt(p syntax.WordPart) value {
 }
 
 // specialParams hold integers the shell maintains.
-var specialParams = set("$", "!", "?", "#", "PPID", "BASHPID", "RANDOM", "SRANDOM", "LINENO",
-	"SECONDS", "EPOCHSECONDS", "UID", "EUID", "HISTCMD", "COLUMNS", "LINES", "PIPESTATUS",
-	"GROUPS", "SHLVL", "OPTIND", "BASH_SUBSHELL")
+var specialParams = sync.OnceValue(func() map[string]bool {
+	return set("$", "!", "?", "#", "PPID", "BASHPID", "RANDOM", "SRANDOM", "LINENO",
+		"SECONDS", "EPOCHSECONDS", "UID", "EUID", "HISTCMD", "COLUMNS", "LINES", "PIPESTATUS",
+		"GROUPS", "SHLVL", "OPTIND", "BASH_SUBSHELL")
+})
 
 // paramValue is the value of $name, ${name…} and their operators.
 func (c *checker) paramValue(p *syntax.ParamExp) value {
@@ -285,7 +288,7 @@ func (c *checker) paramValue(p *syntax.ParamExp) value {
 // varValue is the value of the variable name.
 func (c *checker) varValue(name string) value {
 	switch {
-	case specialParams[name]:
+	case specialParams()[name]:
 		return numValue
 	case name == "_" || name == "BASH_REMATCH" || name == "OPTARG" || name == "REPLY" && c.env.vars[name] == nil:
 		// $_ is the previous command's last argument: anything.
@@ -543,14 +546,16 @@ func isCall(s *syntax.Stmt, name string) bool {
 
 // lineFilters print some of their input lines unchanged (or only count
 // them), so their output is no worse than their input.
-var lineFilters = set("head", "tail", "sort", "uniq", "tac", "shuf", "wc", "grep", "egrep", "fgrep", "cat")
+var lineFilters = sync.OnceValue(func() map[string]bool {
+	return set("head", "tail", "sort", "uniq", "tac", "shuf", "wc", "grep", "egrep", "fgrep", "cat")
+})
 
 func filterOnly(s *syntax.Stmt) bool {
 	if b, ok := s.Cmd.(*syntax.BinaryCmd); ok && (b.Op == syntax.Pipe || b.Op == syntax.PipeAll) {
 		return filterOnly(b.X) && filterOnly(b.Y)
 	}
 	name, words := callName(s)
-	if !lineFilters[name] {
+	if !lineFilters()[name] {
 		return false
 	}
 	for _, w := range words[1:] {
@@ -583,12 +588,16 @@ func wcLike(s *syntax.Stmt) bool {
 }
 
 // numericPrograms print integers (and whitespace).
-var numericPrograms = set("nproc", "wc", "seq", "getconf", "pgrep", "pidof", "expr", "id", "tput", "jobs")
+var numericPrograms = sync.OnceValue(func() map[string]bool {
+	return set("nproc", "wc", "seq", "getconf", "pgrep", "pidof", "expr", "id", "tput", "jobs")
+})
 
 // namingPrograms print names the command line does not choose: user,
 // host and system names, dates, temporary files.
-var namingPrograms = set("whoami", "hostname", "uname", "date", "mktemp", "tty", "logname", "arch",
-	"pwd", "which", "type", "dirname", "basename", "realpath", "readlink", "nproc")
+var namingPrograms = sync.OnceValue(func() map[string]bool {
+	return set("whoami", "hostname", "uname", "date", "mktemp", "tty", "logname", "arch",
+		"pwd", "which", "type", "dirname", "basename", "realpath", "readlink", "nproc")
+})
 
 // callOutput models the output of one simple command.
 func (c *checker) callOutput(s *syntax.Stmt) value {
@@ -662,12 +671,12 @@ func (c *checker) callOutput(s *syntax.Stmt) value {
 		return mktempValue(args)
 	}
 	switch {
-	case numericPrograms[name]:
+	case numericPrograms()[name]:
 		if name == "expr" || name == "id" && !allFlagsIn(args, "-u", "-g", "-G", "-ur", "-gr") {
 			return anyValue
 		}
 		return numValue
-	case namingPrograms[name]:
+	case namingPrograms()[name]:
 		return anyValue
 	case strings.HasSuffix(name, "sum") || name == "cksum":
 		return anyValue

@@ -272,7 +272,7 @@ func codeHas(cmd []arg, marker string) bool {
 		}
 		return false
 	}
-	if !shells[prog] {
+	if !shells()[prog] {
 		return false
 	}
 	for i, a := range cmd[1:] {

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/garraia/garra/internal/strictargs"
@@ -53,7 +54,9 @@ func gitEnv() []string {
 // revPattern is what git_diff accepts as base: branch, tag, hash, HEAD~2,
 // main...HEAD, @{u}. It starts with a letter, digit, '_' or '@' so it can
 // be neither an option nor an absolute or parent-relative path.
-var revPattern = regexp.MustCompile(`^[A-Za-z0-9_@][A-Za-z0-9._/~^@{}+-]*$`)
+var revPattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z0-9_@][A-Za-z0-9._/~^@{}+-]*$`)
+})
 
 func gitDiffTool() Tool {
 	return Tool{
@@ -115,7 +118,7 @@ func (l *Local) callGitDiff(ctx context.Context, raw json.RawMessage) (Result, e
 }
 
 func validRev(s string) bool {
-	if !revPattern.MatchString(s) || strings.Contains(s, "//") {
+	if !revPattern().MatchString(s) || strings.Contains(s, "//") {
 		return false
 	}
 	return !slices.Contains(strings.Split(s, "/"), "..")

@@ -223,6 +223,27 @@ func (r *Remote) call(ctx context.Context, name string, args json.RawMessage) (R
 	return Result{Output: out, IsError: res.IsError}, nil
 }
 
+// ReadResource reads one text resource of the sandbox (its toolchain,
+// say) and returns its text; a resource with several contents or none is
+// an error.
+func (r *Remote) ReadResource(ctx context.Context, uri string) (string, error) {
+	cs, err := r.connect(ctx)
+	if err != nil {
+		return "", r.wrap("read "+uri, err)
+	}
+	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	closeSession(cs, err == nil)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return "", ctx.Err()
+	case err != nil:
+		return "", r.wrap("read "+uri, err)
+	case len(res.Contents) != 1 || res.Contents[0] == nil:
+		return "", r.wrap("read "+uri, fmt.Errorf("%d contents, want one", len(res.Contents)))
+	}
+	return res.Contents[0].Text, nil
+}
+
 // connect opens a session. It returns when ctx ends even if the go-sdk's
 // Connect does not: when the handshake is cut by ctx, the SDK closes the
 // half-made session, which waits up to 5 s for its best-effort

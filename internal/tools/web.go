@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -236,39 +237,51 @@ func isTextType(mt string) bool {
 }
 
 var (
-	htmlDropBlocks = []*regexp.Regexp{
-		regexp.MustCompile(`(?is)<script\b.*?</script\s*>`),
-		regexp.MustCompile(`(?is)<style\b.*?</style\s*>`),
-		regexp.MustCompile(`(?is)<noscript\b.*?</noscript\s*>`),
-		regexp.MustCompile(`(?is)<template\b.*?</template\s*>`),
-		regexp.MustCompile(`(?is)<head\b.*?</head\s*>`),
-		regexp.MustCompile(`(?s)<!--.*?-->`),
-	}
-	htmlBreaks     = regexp.MustCompile(`(?i)<(br|/p|/div|/li|/h[1-6]|/tr|/table|/section|/article|/header|/footer|/pre|/blockquote|hr)\b[^>]*>`)
-	htmlItems      = regexp.MustCompile(`(?i)<li\b[^>]*>`)
-	htmlTags       = regexp.MustCompile(`(?s)<[^>]*>`)
-	htmlSpaces     = regexp.MustCompile(`[ \t\r\f\v\x{00A0}]+`)
-	htmlBlankLines = regexp.MustCompile(`\n{3,}`)
+	htmlDropBlocks = sync.OnceValue(func() []*regexp.Regexp {
+		return []*regexp.Regexp{
+			regexp.MustCompile(`(?is)<script\b.*?</script\s*>`),
+			regexp.MustCompile(`(?is)<style\b.*?</style\s*>`),
+			regexp.MustCompile(`(?is)<noscript\b.*?</noscript\s*>`),
+			regexp.MustCompile(`(?is)<template\b.*?</template\s*>`),
+			regexp.MustCompile(`(?is)<head\b.*?</head\s*>`),
+			regexp.MustCompile(`(?s)<!--.*?-->`),
+		}
+	})
+	htmlBreaks = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)<(br|/p|/div|/li|/h[1-6]|/tr|/table|/section|/article|/header|/footer|/pre|/blockquote|hr)\b[^>]*>`)
+	})
+	htmlItems = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)<li\b[^>]*>`)
+	})
+	htmlTags = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?s)<[^>]*>`)
+	})
+	htmlSpaces = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`[ \t\r\f\v\x{00A0}]+`)
+	})
+	htmlBlankLines = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\n{3,}`)
+	})
 )
 
 // htmlToText is a deliberately small HTML-to-text reduction: drop scripts,
 // styles and comments, turn block ends into newlines, strip tags, decode
 // entities and squeeze whitespace. Good enough for a model to read.
 func htmlToText(s string) string {
-	for _, re := range htmlDropBlocks {
+	for _, re := range htmlDropBlocks() {
 		s = re.ReplaceAllString(s, "")
 	}
-	s = htmlBreaks.ReplaceAllString(s, "\n")
-	s = htmlItems.ReplaceAllString(s, "\n- ")
-	s = htmlTags.ReplaceAllString(s, "")
+	s = htmlBreaks().ReplaceAllString(s, "\n")
+	s = htmlItems().ReplaceAllString(s, "\n- ")
+	s = htmlTags().ReplaceAllString(s, "")
 	s = html.UnescapeString(s)
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	lines := strings.Split(s, "\n")
 	for i, line := range lines {
-		lines[i] = strings.TrimSpace(htmlSpaces.ReplaceAllString(line, " "))
+		lines[i] = strings.TrimSpace(htmlSpaces().ReplaceAllString(line, " "))
 	}
 	s = strings.Join(lines, "\n")
-	s = htmlBlankLines.ReplaceAllString(s, "\n\n")
+	s = htmlBlankLines().ReplaceAllString(s, "\n\n")
 	return strings.TrimSpace(s)
 }
 

@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -87,7 +88,13 @@ func loadChart(t *testing.T) *chartv2.Chart {
 // YAML (as in a -f file), and decodes every object.
 func render(t *testing.T, valuesYAML string) *rendered {
 	t.Helper()
-	out, err := renderRaw(t, valuesYAML)
+	return renderAs(t, releaseName, releaseNS, valuesYAML)
+}
+
+// renderAs renders the chart as release name in namespace ns.
+func renderAs(t *testing.T, name, ns, valuesYAML string) *rendered {
+	t.Helper()
+	out, err := renderRawAs(t, name, ns, valuesYAML)
 	if err != nil {
 		t.Fatalf("render: %v", err)
 	}
@@ -121,14 +128,20 @@ func render(t *testing.T, valuesYAML string) *rendered {
 
 func renderRaw(t *testing.T, valuesYAML string) (map[string]string, error) {
 	t.Helper()
+	return renderRawAs(t, releaseName, releaseNS, valuesYAML)
+}
+
+func renderRawAs(t *testing.T, name, ns, valuesYAML string) (map[string]string, error) {
+	t.Helper()
 	c := loadChart(t)
 	vals := map[string]any{}
 	if err := yaml.Unmarshal([]byte(valuesYAML), &vals); err != nil {
 		t.Fatalf("values: %v", err)
 	}
-	top, err := util.ToRenderValues(c, vals, common.ReleaseOptions{Name: releaseName, Namespace: releaseNS, IsInstall: true, Revision: 1}, nil)
+	// ToRenderValues validates against values.schema.json, as helm install does.
+	top, err := util.ToRenderValues(c, vals, common.ReleaseOptions{Name: name, Namespace: ns, IsInstall: true, Revision: 1}, nil)
 	if err != nil {
-		t.Fatalf("render values: %v", err)
+		return nil, fmt.Errorf("values: %w", err)
 	}
 	return engine.Render(c, top)
 }
@@ -263,14 +276,20 @@ func TestLint(t *testing.T) {
 			t.Logf("lint: %s", m.Error())
 		}
 	}
-	// The custom values of TestCustomValues lint cleanly too.
-	vals := map[string]any{}
-	if err := yaml.Unmarshal([]byte(customValues), &vals); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range lint.RunAll(chartDir, vals, releaseNS).Messages {
-		if m.Severity >= support.WarningSev {
-			t.Errorf("lint (custom values): %s", m.Error())
+	// The custom values of TestCustomValues, a namespace-scoped install and
+	// everything of monitoring switched on lint cleanly too.
+	for _, v := range []string{customValues,
+		"rbac: {scope: namespace}\nwatchNamespaces: [team-a, team-b]",
+		"metrics: {serviceMonitor: {enabled: true}, gatewayServiceMonitors: false}\ngrafanaDashboard: {enabled: true}",
+	} {
+		vals := map[string]any{}
+		if err := yaml.Unmarshal([]byte(v), &vals); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range lint.RunAll(chartDir, vals, releaseNS).Messages {
+			if m.Severity >= support.WarningSev {
+				t.Errorf("lint (%.40q…): %s", v, m.Error())
+			}
 		}
 	}
 }

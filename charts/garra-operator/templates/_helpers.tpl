@@ -65,3 +65,172 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "garra-operator.leaseNamespace" -}}
 {{- default .Release.Namespace .Values.leaderElection.namespace }}
 {{- end }}
+
+{{/*
+The manager's rules: those of config/rbac/role.yaml, which controller-gen
+generates from the +kubebuilder:rbac markers of controllers/ (test/chart
+checks they are equal). With cluster false, the rules a Role can hold: no
+cluster-scoped kinds (ClusterRoles, ClusterRoleBindings, TokenReviews).
+*/}}
+{{- define "garra-operator.managerRules" -}}
+- apiGroups:
+  - ""
+  resources:
+  - configmaps
+  verbs:
+  - create
+  - get
+  - list
+  - patch
+  - watch
+- apiGroups:
+  - ""
+  resources:
+  - persistentvolumeclaims
+  - secrets
+  - serviceaccounts
+  - services
+  verbs:
+  - create
+  - delete
+  - get
+  - list
+  - patch
+  - watch
+- apiGroups:
+  - apps
+  resources:
+  - deployments
+  verbs:
+  - create
+  - delete
+  - get
+  - list
+  - patch
+  - watch
+{{- if .cluster }}
+- apiGroups:
+  - authentication.k8s.io
+  resources:
+  - tokenreviews
+  verbs:
+  - create
+{{- end }}
+- apiGroups:
+  - coordination.k8s.io
+  resources:
+  - leases
+  verbs:
+  - create
+  - get
+  - update
+- apiGroups:
+  - events.k8s.io
+  resources:
+  - events
+  verbs:
+  - create
+  - patch
+- apiGroups:
+  - garra.garraia.io
+  resources:
+  - garraservers
+  verbs:
+  - get
+  - list
+  - patch
+  - watch
+- apiGroups:
+  - garra.garraia.io
+  resources:
+  - garraservers/finalizers
+  verbs:
+  - update
+- apiGroups:
+  - garra.garraia.io
+  resources:
+  - garraservers/status
+  verbs:
+  - get
+  - patch
+- apiGroups:
+  - monitoring.coreos.com
+  resources:
+  - servicemonitors
+  verbs:
+  - create
+  - delete
+  - get
+  - list
+  - patch
+  - watch
+- apiGroups:
+  - networking.k8s.io
+  resources:
+  - networkpolicies
+  verbs:
+  - create
+  - delete
+  - get
+  - list
+  - patch
+  - watch
+- apiGroups:
+  - policy
+  resources:
+  - poddisruptionbudgets
+  verbs:
+  - create
+  - delete
+  - get
+  - list
+  - patch
+  - watch
+- apiGroups:
+  - rbac.authorization.k8s.io
+  resources:
+  {{- if .cluster }}
+  - clusterrolebindings
+  {{- end }}
+  - rolebindings
+  - roles
+  verbs:
+  - create
+  - delete
+  - get
+  - list
+  - patch
+  - watch
+{{- if .cluster }}
+- apiGroups:
+  - rbac.authorization.k8s.io
+  resources:
+  - clusterroles
+  verbs:
+  - create
+  - get
+  - list
+  - patch
+  - watch
+{{- end }}
+{{- end }}
+
+{{/* Namespaces the manager watches (--watch-namespace), as a list: watchNamespaces, else with rbac.scope namespace the release namespace, else none (all). */}}
+{{- define "garra-operator.watchNamespaces" -}}
+{{- if .Values.watchNamespaces }}
+{{- toJson .Values.watchNamespaces }}
+{{- else if eq .Values.rbac.scope "namespace" }}
+{{- toJson (list .Release.Namespace) }}
+{{- else }}
+{{- toJson list }}
+{{- end }}
+{{- end }}
+
+{{/* Name of the leader-election Lease: leaderElection.id, else with rbac.scope namespace one of this release's own (two releases may share a namespace), else the manager's default. */}}
+{{- define "garra-operator.leaseID" -}}
+{{- if .Values.leaderElection.id }}
+{{- .Values.leaderElection.id }}
+{{- else if eq .Values.rbac.scope "namespace" }}
+{{- printf "%s.garra.garraia.io" (include "garra-operator.fullname" .) }}
+{{- end }}
+{{- end }}
