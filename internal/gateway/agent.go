@@ -94,7 +94,7 @@ func (g *policy) readSandboxToolchain(ctx context.Context, c Caller) (toolchain.
 	}
 	ctx, cancel := context.WithTimeout(ctx, toolchainReadTimeout)
 	defer cancel()
-	text, err := tools.NewRemote(tools.RemoteOptions{URL: c.Sandbox.URL, Token: token}).ReadResource(ctx, toolchain.URI)
+	text, err := tools.NewRemote(tools.RemoteOptions{URL: c.Sandbox.URL, Token: token, TracerProvider: g.tracing}).ReadResource(ctx, toolchain.URI)
 	if err != nil {
 		return toolchain.Report{}, err
 	}

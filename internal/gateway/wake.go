@@ -144,7 +144,7 @@ func (g *policy) wakeSandbox(ctx context.Context, c Caller, token string) error 
 		g.wakes.forget(key)
 		return fmt.Errorf("%w: %w", errWake, err)
 	}
-	remote := tools.NewRemote(tools.RemoteOptions{URL: c.Sandbox.URL, Token: token})
+	remote := tools.NewRemote(tools.RemoteOptions{URL: c.Sandbox.URL, Token: token, TracerProvider: g.tracing})
 	for {
 		attempt, cancel := context.WithTimeout(ctx, 2*time.Second)
 		_, err := remote.Tools(attempt)
