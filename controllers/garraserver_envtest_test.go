@@ -768,7 +768,7 @@ var _ = Describe("GarraServer", func() {
 
 		By("one sandbox verified, one refusing the gateway's token: Verified False naming it, Ready unchanged")
 		gateways.setReport(ns, sandboxz.Report{Sandboxes: map[string]sandboxz.Verdict{
-			"badgood": {Verified: true, Message: "ok", Tools: 6},
+			"badgood": {Verified: true, Message: "ok", Tools: 6, Toolchain: []string{"bash", "git"}},
 			"n8n":     {Reason: sandboxz.TokenRefused, Message: "the sandbox refused the gateway's token"},
 		}})
 		markAvailable(ns, "team-a-gateway", 1)
@@ -779,7 +779,7 @@ var _ = Describe("GarraServer", func() {
 		for _, o := range server(ns).Status.Orchestrators {
 			rows[o.Name] = o
 		}
-		Expect(rows["badgood"]).To(And(HaveField("Verified", true), HaveField("VerifiedReason", "")))
+		Expect(rows["badgood"]).To(And(HaveField("Verified", true), HaveField("VerifiedReason", ""), HaveField("Toolchain", []string{"bash", "git"})))
 		Expect(rows["n8n"]).To(And(HaveField("Verified", false), HaveField("VerifiedReason", "TokenRefused"),
 			HaveField("VerifiedMessage", ContainSubstring("refused"))))
 		owner := get(ns, "team-a-gateway", &corev1.Secret{}).Data[KeyAPIKey]

@@ -27,7 +27,7 @@ import (
 // gateway last started a call in it (RFC 3339). The gateway writes it.
 const AnnotationLastCall = "garra.garraia.io/last-call"
 
-// EventSandboxSuspended: an idle sandbox was scaled to zero.
+// EventSandboxSuspended is the event of an idle sandbox scaled to zero.
 const EventSandboxSuspended = "SandboxSuspended"
 
 // idleTimeout is o's sandbox.idleTimeout; 0 means always running.
@@ -101,9 +101,16 @@ func wakeRoleBinding(gs *garrav1alpha1.GarraServer) *rbacv1ac.RoleBindingApplyCo
 func (r *GarraServerReconciler) applyWakeRole(ctx context.Context, gs *garrav1alpha1.GarraServer) error {
 	names := idleSandboxes(gs)
 	if len(names) == 0 {
+		// Deleted only when there: a pass that finds nothing to do writes
+		// nothing.
 		for _, o := range []client.Object{&rbacv1.RoleBinding{}, &rbacv1.Role{}} {
-			o.SetNamespace(gs.Namespace)
-			o.SetName(wakeRoleName(gs))
+			err := r.Get(ctx, client.ObjectKey{Namespace: gs.Namespace, Name: wakeRoleName(gs)}, o)
+			switch {
+			case apierrors.IsNotFound(err):
+				continue
+			case err != nil:
+				return fmt.Errorf("get %T %s: %w", o, wakeRoleName(gs), err)
+			}
 			if err := r.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("delete %T %s: %w", o, wakeRoleName(gs), err)
 			}

@@ -83,7 +83,7 @@ func computeStatus(gs *garrav1alpha1.GarraServer, w observed) garrav1alpha1.Garr
 		}
 		if w.verified != nil {
 			v := w.verified.byName[o.Name]
-			row.Verified, row.VerifiedReason, row.VerifiedMessage = v.Verified, v.Reason, v.Message
+			row.Verified, row.VerifiedReason, row.VerifiedMessage, row.Toolchain = v.Verified, v.Reason, v.Message, v.Toolchain
 		}
 		st.Orchestrators = append(st.Orchestrators, row)
 	}

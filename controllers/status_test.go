@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"k8s.io/apimachinery/pkg/api/equality"
 	"strings"
 	"testing"
 	"time"
@@ -83,7 +84,7 @@ func TestComputeStatus(t *testing.T) {
 			{Name: "badgood", TokenSecret: "team-a-orch-badgood", WorkspaceClaim: "team-a-ws-badgood", SandboxEndpoint: "http://team-a-sandbox-badgood.agents.svc:8080/mcp"},
 			{Name: "n8n-prod", TokenSecret: "n8n-token", WorkspaceClaim: "team-a-ws-n8n-prod", SandboxEndpoint: "http://team-a-sandbox-n8n-prod.agents.svc:8080/mcp"},
 		}
-		if len(st.Orchestrators) != 2 || st.Orchestrators[0] != want[0] || st.Orchestrators[1] != want[1] {
+		if !equality.Semantic.DeepEqual(st.Orchestrators, want) {
 			t.Errorf("rows = %+v", st.Orchestrators)
 		}
 	})

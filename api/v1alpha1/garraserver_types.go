@@ -690,6 +690,12 @@ type OrchestratorStatus struct {
 	// VerifiedMessage is the gateway's sentence about the last handshake.
 	// +optional
 	VerifiedMessage string `json:"verifiedMessage,omitempty"`
+	// Toolchain names the programs the sandbox found on its PATH (the
+	// well-known build tools and sandbox.requiredTools); a required one
+	// missing makes the orchestrator not verified (MissingTools).
+	// +listType=atomic
+	// +optional
+	Toolchain []string `json:"toolchain,omitempty"`
 	// Suspended is true while an idle sandbox is scaled to zero; its next
 	// call wakes it.
 	// +optional

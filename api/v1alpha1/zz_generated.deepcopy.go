@@ -344,6 +344,11 @@ func (in *OrchestratorStatus) DeepCopyInto(out *OrchestratorStatus) {
 		*out = new(TokenRotationStatus)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.Toolchain != nil {
+		in, out := &in.Toolchain, &out.Toolchain
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.LastCall != nil {
 		in, out := &in.LastCall, &out.LastCall
 		*out = (*in).DeepCopy()

@@ -63,8 +63,8 @@ const (
 	OriginRefused  Kind = "origin_refused"
 	HostNotAllowed Kind = "host_not_allowed"
 	NotAcceptable  Kind = "not_acceptable"
-	// NotOwner is a chat API (/api/*) call by an orchestrator: the API is
-	// the owner's alone.
+	// NotOwner is an orchestrator calling a route that is the owner's
+	// alone (the chat API, /sandboxz).
 	NotOwner Kind = "not_owner"
 )
 

@@ -123,7 +123,7 @@ func (g *policy) dispatch(ctx context.Context, c Caller, tool string, args json.
 		}
 	}
 	d := g.now().Sub(start)
-	telemetry.RecordErrorKind(ctx, string(info.kind))
+	telemetry.RecordErrorKind(ctx, info.kind)
 	g.metrics.observe(tool, info.outcome, info.kind, d)
 	rec := audit.Record{Surface: audit.SurfaceHTTP, Caller: c.Name, Tool: tool, Target: auditTarget(tool, args),
 		Outcome: info.outcome, Kind: info.kind, DryRun: info.dryRun,

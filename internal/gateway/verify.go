@@ -5,10 +5,12 @@ import (
 	"errors"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/garraia/garra/internal/sandboxz"
+	"github.com/garraia/garra/internal/toolchain"
 	"github.com/garraia/garra/internal/tools"
 )
 
@@ -152,7 +154,33 @@ func (g *Gateway) verifyOne(ctx context.Context, p *policy, c Caller) sandboxz.V
 		return verdictOf(0, errors.Join(errNoSandboxToken, err), g.now())
 	}
 	list, err := tools.NewRemote(tools.RemoteOptions{URL: c.Sandbox.URL, Token: token}).Tools(ctx)
-	return verdictOf(len(list), err, g.now())
+	v := verdictOf(len(list), err, g.now())
+	if !v.Verified {
+		return v
+	}
+	// The toolchain the sandbox reports, sanitised; a sandbox that cannot
+	// say (an older garra) stays verified with no toolchain listed.
+	rep, err := p.readSandboxToolchain(ctx, c)
+	if err != nil {
+		return v
+	}
+	return withToolchain(v, rep)
+}
+
+// withToolchain adds the sandbox's toolchain to a verified verdict: a
+// required program missing makes it not verified, naming the programs.
+// Pure, for the table test.
+func withToolchain(v sandboxz.Verdict, rep toolchain.Report) sandboxz.Verdict {
+	rep = toolchain.Sanitize(rep)
+	for _, t := range rep.Tools {
+		v.Toolchain = append(v.Toolchain, t.Name)
+	}
+	if len(rep.Missing) > 0 {
+		v.Missing = rep.Missing
+		v.Verified, v.Reason = false, sandboxz.MissingTools
+		v.Message = "required tools missing from the sandbox's PATH: " + strings.Join(rep.Missing, ", ")
+	}
+	return v
 }
 
 // apiSandboxes serves GET /sandboxz (the owner only).

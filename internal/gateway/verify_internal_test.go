@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/garraia/garra/internal/sandboxz"
+	"github.com/garraia/garra/internal/toolchain"
 	"github.com/garraia/garra/internal/tools"
 )
 
@@ -31,5 +33,21 @@ func TestVerdictOf(t *testing.T) {
 		if v.Verified != tc.verified || v.Reason != tc.reason || v.Message == "" || !v.CheckedAt.Equal(at) {
 			t.Errorf("%s: %+v", tc.name, v)
 		}
+	}
+}
+
+func TestWithToolchain(t *testing.T) {
+	ok := sandboxz.Verdict{Verified: true, Tools: 6, Message: "ok"}
+	v := withToolchain(ok, toolchain.Report{Tools: []toolchain.Tool{{Name: "bash"}, {Name: "make"}}, Required: []string{"make"}})
+	if !v.Verified || len(v.Toolchain) != 2 || v.Toolchain[1] != "make" || v.Missing != nil {
+		t.Errorf("all present: %+v", v)
+	}
+	v = withToolchain(ok, toolchain.Report{Tools: []toolchain.Tool{{Name: "bash"}}, Required: []string{"go", "make"}, Missing: []string{"go", "make"}})
+	if v.Verified || v.Reason != sandboxz.MissingTools || v.Message != "required tools missing from the sandbox's PATH: go, make" {
+		t.Errorf("missing: %+v", v)
+	}
+	v = withToolchain(ok, toolchain.Report{Missing: []string{"bad name; rm -rf /"}})
+	if strings.Contains(v.Message, "rm -rf") {
+		t.Errorf("an unsanitised name reached the verdict: %+v", v)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -51,7 +52,7 @@ func TestSandboxesVerifiedByARealHandshake(t *testing.T) {
 		l.writeToken(n, n+"-caller-token-0123456\n")
 	}
 	config := func(wrongEnv string) string {
-		return "gateway:\n  listen: 127.0.0.1:0\n  api_key: " + ownerKey + "\n  mcp_http:\n    enabled: true\n    allow_agent: true\n    orchestrators:\n" +
+		return "gateway:\n  listen: 127.0.0.1:0\n  rate_limit: {requests_per_minute: 100000}\n  api_key: " + ownerKey + "\n  mcp_http:\n    enabled: true\n    allow_agent: true\n    orchestrators:\n" +
 			"      - {name: good, key_file: " + l.keyFile("good") + ", tools: [agent], sandbox: {url: \"" + sbxURL + "\", token_env: GOOD}}\n" +
 			"      - {name: wrong, key_file: " + l.keyFile("wrong") + ", tools: [agent], sandbox: {url: \"" + sbxURL + "\", token_env: " + wrongEnv + "}}\n" +
 			"      - {name: gone, key_file: " + l.keyFile("gone") + ", tools: [agent], sandbox: {url: \"" + goneURL + "\", token_env: GOOD}}\n" +
@@ -118,4 +119,9 @@ func TestSandboxesVerifiedByARealHandshake(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Logf("repaired token verified %v after the config was written", time.Since(start).Round(time.Millisecond))
+	// By now the sandbox has discovered its toolchain (the first discovery
+	// may outlast the first round's bound): the verdict names it.
+	if _, r := getSandboxz(t, l.url, ownerKey); !slices.Contains(r.Sandboxes["wrong"].Toolchain, "bash") {
+		t.Errorf("the verdict lists no bash in the toolchain: %+v", r.Sandboxes["wrong"])
+	}
 }

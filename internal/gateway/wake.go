@@ -89,7 +89,7 @@ func (ws *wakes) get() (Waker, error) {
 	}
 	c, err := appsv1.NewForConfig(rc)
 	if err != nil {
-		return nil, fmt.Errorf("Deployments client: %w", err)
+		return nil, fmt.Errorf("deployments client: %w", err)
 	}
 	ws.waker = kubeWaker{c}
 	return ws.waker, nil
@@ -107,6 +107,13 @@ func (ws *wakes) due(key string, now time.Time) bool {
 	}
 	ws.marked[key] = now
 	return true
+}
+
+// markedAt records t as key's mark time.
+func (ws *wakes) markedAt(key string, t time.Time) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ws.marked[key] = t
 }
 
 // forget drops key's mark time, so that the next call patches again (a
@@ -150,6 +157,7 @@ func (g *policy) wakeSandbox(ctx context.Context, c Caller, token string) error 
 		_, err := remote.Tools(attempt)
 		cancel()
 		if err == nil {
+			g.wakes.markedAt(key, g.now()) // the throttle counts from the wake's end
 			g.log.Info("sandbox woken", "caller", c.Name, "after", g.now().Sub(start).Round(time.Millisecond))
 			g.metrics.woke(g.now().Sub(start))
 			return nil

@@ -11,12 +11,14 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/garraia/garra/internal/errkinds"
 )
 
 // The error types of a traced model call: Garra's own kinds for it.
 const (
-	errorTypeTimeout  = "timeout"
-	errorTypeProvider = "provider_error"
+	errorTypeTimeout  = string(errkinds.Timeout)
+	errorTypeProvider = string(errkinds.ProviderError)
 )
 
 // Traced wraps p so that each Complete is one CLIENT span of the

@@ -52,7 +52,7 @@ type Options struct {
 	// tracing of a traced process); RecordKind is told each failed call's
 	// error kind (the span's error.type). Both optional.
 	Middleware []mcp.Middleware
-	RecordKind func(ctx context.Context, kind string)
+	RecordKind func(ctx context.Context, kind errkinds.Kind)
 }
 
 // New builds the MCP server: garra_ask always, garra_agent only on opt-in,
@@ -94,7 +94,7 @@ func (d *dispatcher) agentEnabled() bool { return d.o.Policy.EnableTools && d.o.
 // file: never the prompt or the answer.
 func (d *dispatcher) audit(ctx context.Context, r *mcp.CallToolRequest, tool, outcome string, kind errkinds.Kind, provider, model string, start time.Time) {
 	if d.o.RecordKind != nil && kind != "" {
-		d.o.RecordKind(ctx, string(kind))
+		d.o.RecordKind(ctx, kind)
 	}
 	lat := d.o.Now().Sub(start)
 	d.o.Logger.Info("mcp call",

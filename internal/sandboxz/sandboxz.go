@@ -20,6 +20,9 @@ const (
 	NoTools = "NoTools"
 	// NoToken: the gateway has no token for the sandbox.
 	NoToken = "NoToken"
+	// MissingTools: the sandbox answered, but programs its
+	// sandbox.requiredTools names are not on its PATH (Missing says which).
+	MissingTools = "MissingTools"
 )
 
 // Verdict is the last handshake with one orchestrator's sandbox.
@@ -30,7 +33,11 @@ type Verdict struct {
 	// Message says what happened, in a sentence (never a token).
 	Message string `json:"message"`
 	// Tools is how many tools the sandbox listed.
-	Tools     int       `json:"tools"`
+	Tools int `json:"tools"`
+	// Toolchain names the programs the sandbox found on its PATH, and
+	// Missing the required ones it did not (from garra://sandbox/toolchain).
+	Toolchain []string  `json:"toolchain,omitempty"`
+	Missing   []string  `json:"missing,omitempty"`
 	CheckedAt time.Time `json:"checked_at"`
 }
 

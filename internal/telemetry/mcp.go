@@ -14,6 +14,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/garraia/garra/internal/errkinds"
 )
 
 // Network transports, as network.transport says them.
@@ -84,9 +86,9 @@ func Inject(ctx context.Context, h http.Header) {
 // RecordErrorKind names the Garra error kind (docs/errors.md) of the
 // request being served, which becomes its span's error.type. Outside a
 // traced request it does nothing.
-func RecordErrorKind(ctx context.Context, kind string) {
+func RecordErrorKind(ctx context.Context, kind errkinds.Kind) {
 	if st, ok := ctx.Value(stateKey{}).(*callState); ok && kind != "" {
-		st.kind = kind
+		st.kind = string(kind)
 	}
 }
 
