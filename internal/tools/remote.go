@@ -226,10 +226,10 @@ func (r *Remote) call(ctx context.Context, name string, args json.RawMessage) (R
 // ReadResource reads one text resource of the sandbox (its toolchain,
 // say) and returns its text; a resource with several contents or none is
 // an error.
-func (r *Remote) ReadResource(ctx context.Context, uri string) (text string, err error) {
+func (r *Remote) ReadResource(ctx context.Context, uri string) (_ string, err error) {
 	if r.tracer != nil {
 		var span trace.Span
-		ctx, span = telemetry.StartClient(ctx, r.tracer, "resources/read", "", r.server...)
+		ctx, span = telemetry.StartClient(ctx, r.tracer, "resources/read", "", append(r.server, semconv.McpResourceURI(uri))...)
 		defer func() { telemetry.EndClient(span, remoteErrorType(err), false) }()
 	}
 	cs, err := r.connect(ctx)
