@@ -13,7 +13,7 @@ import (
 func Compare(t testing.TB, path string, got []byte) {
 	t.Helper()
 	if os.Getenv("UPDATE_GOLDEN") == "1" {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
+		if err := os.WriteFile(path, got, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
