@@ -25,6 +25,22 @@ import (
 // VerifyInterval is how often every sandbox is checked again.
 const VerifyInterval = 30 * time.Second
 
+// verifyRetry is how soon a round follows one that left a sandbox not
+// verified: pods starting with the gateway, or a token being repaired,
+// show as verified within seconds rather than at the next interval.
+const verifyRetry = 5 * time.Second
+
+// nextRound is the wait before the next round after one that produced
+// verdicts. Pure, for the table test.
+func nextRound(verdicts map[string]sandboxz.Verdict) time.Duration {
+	for _, v := range verdicts {
+		if !v.Verified {
+			return verifyRetry
+		}
+	}
+	return VerifyInterval
+}
+
 // verifyTimeout bounds one sandbox's handshake.
 const verifyTimeout = 5 * time.Second
 
@@ -82,17 +98,18 @@ func (v *verifier) report() sandboxz.Report {
 }
 
 // verifyLoop checks every sandbox at once, then on every poke and every
-// VerifyInterval, until ctx ends.
+// VerifyInterval (verifyRetry while one is not verified), until ctx ends.
 func (g *Gateway) verifyLoop(ctx context.Context) {
-	t := time.NewTicker(VerifyInterval)
-	defer t.Stop()
 	for {
 		g.verifySandboxes(ctx)
+		t := time.NewTimer(nextRound(g.verify.report().Sandboxes))
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case <-t.C:
 		case <-g.verify.poke:
+			t.Stop()
 		}
 	}
 }

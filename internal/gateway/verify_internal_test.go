@@ -51,3 +51,20 @@ func TestWithToolchain(t *testing.T) {
 		t.Errorf("an unsanitised name reached the verdict: %+v", v)
 	}
 }
+
+func TestNextRound(t *testing.T) {
+	ok, bad := sandboxz.Verdict{Verified: true}, sandboxz.Verdict{Reason: sandboxz.Unreachable}
+	for _, tc := range []struct {
+		name string
+		in   map[string]sandboxz.Verdict
+		want time.Duration
+	}{
+		{"no sandbox", nil, VerifyInterval},
+		{"all verified", map[string]sandboxz.Verdict{"a": ok, "b": ok}, VerifyInterval},
+		{"one not", map[string]sandboxz.Verdict{"a": ok, "b": bad}, verifyRetry},
+	} {
+		if got := nextRound(tc.in); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
