@@ -4,7 +4,7 @@
 #
 # Usage:
 #   hack/e2e.sh [test]     # the Ginkgo suite (make e2e)
-#   hack/e2e.sh bench      # apply → Ready for 1 and 10 orchestrators, idle pod memory (make bench-e2e)
+#   hack/e2e.sh bench      # apply → Ready for 1 and 10 orchestrators, idle pod memory, sandbox wake (make bench-e2e)
 #   hack/e2e.sh --can-run  # exit 0 when this machine can run it without building
 #                          # Kubernetes, else print why and exit 1 (.ci/run asks)
 #
@@ -55,6 +55,7 @@ why_not() {
 	[ -f "$KC/images/pause.tar" ] || echo "the cluster's base images are not built ($KC/images/pause.tar)"
 	hack/sandbox-rootfs.sh --check >/dev/null 2>&1 || echo "the sandbox base layer is not cached (hack/sandbox-rootfs.sh, ~3 min)"
 	hack/postgres-rootfs.sh --check >/dev/null 2>&1 || echo "the PostgreSQL base layer is not cached (hack/postgres-rootfs.sh, ~3 min)"
+	hack/toolchain-rootfs.sh --check >/dev/null 2>&1 || echo "the toolchain image's base layer is not cached (hack/toolchain-rootfs.sh, ~2 min)"
 }
 
 case "$mode" in
@@ -169,7 +170,8 @@ test)
 	timing "suite (go test -tags e2e ./test/e2e)" $((SECONDS - t0))
 	;;
 bench)
-	(cd test/e2e && go test -tags e2e -count=1 -timeout 45m -run '^$' -bench . -benchtime "${E2E_BENCHTIME:-3x}" .) || rc=$?
+	# E2E_BENCH runs only the benchmarks whose name matches (default all).
+	(cd test/e2e && go test -tags e2e -count=1 -timeout 45m -run '^$' -bench "${E2E_BENCH:-.}" -benchtime "${E2E_BENCHTIME:-3x}" .) || rc=$?
 	timing "cluster benchmarks" $((SECONDS - t0))
 	;;
 esac

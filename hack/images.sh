@@ -7,6 +7,7 @@
 #   $IMAGES_DIR/garra-sandbox.tar    localhost/garra-sandbox:$IMAGE_TAG
 #   $IMAGES_DIR/garra-llmdouble.tar  localhost/garra-llmdouble:$IMAGE_TAG
 #   $IMAGES_DIR/garra-postgres.tar   localhost/garra-postgres:$IMAGE_TAG
+#   $IMAGES_DIR/garra-e2e-toolchain.tar  localhost/garra-e2e-toolchain:$IMAGE_TAG (make, python3, no garra)
 # and prints "ref<TAB>path" per image.
 #
 # Load them into a cluster with its own loader, e.g.
@@ -32,9 +33,10 @@ unset GOOS
 
 base="$(hack/sandbox-rootfs.sh | tail -n1)"
 pgbase="$(hack/postgres-rootfs.sh | tail -n1)"
+tcbase="$(hack/toolchain-rootfs.sh | tail -n1)"
 # imagebuild is a module of its own (go-containerregistry stays out of the
 # product's dependencies), so it runs from its directory with absolute paths.
 top="$(pwd)"
 case "$IMAGES_DIR" in /*) out="$IMAGES_DIR" ;; *) out="$top/$IMAGES_DIR" ;; esac
 (cd hack/imagebuild && go run . -out "$out" -tag "$IMAGE_TAG" \
-	-garra "$top/$BIN/garra" -manager "$top/$BIN/manager" -llmdouble "$top/$BIN/llmdouble" -sandbox-base "$base" -postgres-base "$pgbase")
+	-garra "$top/$BIN/garra" -manager "$top/$BIN/manager" -llmdouble "$top/$BIN/llmdouble" -sandbox-base "$base" -postgres-base "$pgbase" -toolchain-base "$tcbase")

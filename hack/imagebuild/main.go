@@ -7,8 +7,9 @@
 //	garra-sandbox.tar    localhost/garra-sandbox:TAG    `garra sandbox` on the Debian root file system of hack/sandbox-rootfs.sh
 //	garra-llmdouble.tar  localhost/garra-llmdouble:TAG  test/fakes/llmdouble/cmd/llmdouble -listen :8080 -admin
 //	garra-postgres.tar   localhost/garra-postgres:TAG   Debian's PostgreSQL (hack/postgres-rootfs.sh), a fresh server per pod
+//	garra-e2e-toolchain.tar localhost/garra-e2e-toolchain:TAG Debian with make and python3 and no garra (hack/toolchain-rootfs.sh)
 //
-// The last two are for tests only and are written only when their inputs
+// The last three are for tests only and are written only when their inputs
 // are given.
 //
 // The binaries must be static linux builds (hack/images.sh makes them).
@@ -62,6 +63,7 @@ func main() {
 	flag.StringVar(&o.LLMDouble, "llmdouble", "", "static linux llmdouble binary (empty: no double image)")
 	flag.StringVar(&o.SandboxBase, "sandbox-base", "", "root file system tarball of the sandbox image (hack/sandbox-rootfs.sh)")
 	flag.StringVar(&o.PostgresBase, "postgres-base", "", "root file system tarball of the test PostgreSQL image (hack/postgres-rootfs.sh; empty: no such image)")
+	flag.StringVar(&o.ToolchainBase, "toolchain-base", "", "root file system tarball of the test toolchain image, without garra (hack/toolchain-rootfs.sh; empty: no such image)")
 	flag.StringVar(&o.CACerts, "ca-certs", "/etc/ssl/certs/ca-certificates.crt", "CA bundle for the garra image (the gateway calls LLM providers over TLS)")
 	flag.Parse()
 	written, err := build(o)
@@ -79,6 +81,7 @@ type options struct {
 	Garra, Manager, LLMDouble string
 	SandboxBase, CACerts      string
 	PostgresBase              string
+	ToolchainBase             string
 }
 
 // written is one tarball and the image name inside it.
@@ -150,6 +153,16 @@ func build(o options) ([]written, error) {
 			return nil, fmt.Errorf("llmdouble image: %w", err)
 		}
 		if err := write("garra-llmdouble", dbl); err != nil {
+			return nil, err
+		}
+	}
+
+	if o.ToolchainBase != "" {
+		tc, err := toolchainImage(o)
+		if err != nil {
+			return nil, fmt.Errorf("toolchain image: %w", err)
+		}
+		if err := write("garra-e2e-toolchain", tc); err != nil {
 			return nil, err
 		}
 	}
@@ -269,6 +282,17 @@ func postgresImage(o options) (v1.Image, error) {
 		Entrypoint:   []string{"postgres-start"},
 		ExposedPorts: map[string]struct{}{"5432/tcp": {}},
 	})
+}
+
+// toolchainImage is a team's own build image as the end-to-end suite
+// stands one in: Debian with make and python3, no garra, no user, no
+// entrypoint (the operator runs garra in it from an init container).
+func toolchainImage(o options) (v1.Image, error) {
+	base, err := tarball.LayerFromFile(o.ToolchainBase)
+	if err != nil {
+		return nil, fmt.Errorf("base layer %s: %w", o.ToolchainBase, err)
+	}
+	return image([]v1.Layer{base}, v1.Config{Env: []string{"PATH=" + defaultPath}, Cmd: []string{"bash"}})
 }
 
 func image(layers []v1.Layer, cfg v1.Config) (v1.Image, error) {

@@ -203,3 +203,33 @@ func TestBuildWritesThePostgresImageOnlyWhenAsked(t *testing.T) {
 		t.Errorf("postgres-start is not valid bash: %v %s", err, out)
 	}
 }
+
+// The toolchain image is the base alone: no garra, no user, no entrypoint.
+func TestBuildWritesTheToolchainImageOnlyWhenAsked(t *testing.T) {
+	dir := t.TempDir()
+	o := options{
+		Out:           filepath.Join(dir, "out"),
+		Tag:           "e2e",
+		Garra:         writeFile(t, filepath.Join(dir, "garra"), "GARRA"),
+		Manager:       writeFile(t, filepath.Join(dir, "manager"), "MANAGER"),
+		SandboxBase:   baseTar(t, dir),
+		ToolchainBase: baseTar(t, t.TempDir()),
+	}
+	got, err := build(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tc *written
+	for i := range got {
+		if got[i].Ref == "localhost/garra-e2e-toolchain:e2e" {
+			tc = &got[i]
+		}
+	}
+	if tc == nil {
+		t.Fatalf("no toolchain image in %v", got)
+	}
+	fs, ep, user := files(t, tc.Path, tc.Ref)
+	if fs["bin/bash"] != "#!bash" || fs["usr/local/bin/garra"] != "" || len(ep) != 0 || user != "" {
+		t.Errorf("toolchain image: entrypoint %v user %q files %v", ep, user, keys(fs))
+	}
+}

@@ -20,11 +20,12 @@ import (
 type params struct {
 	// Kubeconfig is KUBECONFIG (required).
 	Kubeconfig string
-	// GarraImage, SandboxImage, DoubleImage and PostgresImage are the
+	// GarraImage, SandboxImage, DoubleImage, PostgresImage and
+	// ToolchainImage (a team's own build image, without garra) are the
 	// images to run (E2E_GARRA_IMAGE, E2E_SANDBOX_IMAGE,
-	// E2E_LLMDOUBLE_IMAGE, E2E_POSTGRES_IMAGE; defaults
-	// localhost/<name>:E2E_IMAGE_TAG, tag default e2e).
-	GarraImage, SandboxImage, DoubleImage, PostgresImage string
+	// E2E_LLMDOUBLE_IMAGE, E2E_POSTGRES_IMAGE, E2E_TOOLCHAIN_IMAGE;
+	// defaults localhost/<name>:E2E_IMAGE_TAG, tag default e2e).
+	GarraImage, SandboxImage, DoubleImage, PostgresImage, ToolchainImage string
 	// ImagesDir holds the image tarballs of hack/images.sh (E2E_IMAGES_DIR);
 	// Loader, when set, is run once per tarball with {} replaced by its path
 	// (E2E_LOADER, e.g. `kind load image-archive {}`). No loader means the
@@ -65,6 +66,7 @@ func loadParams() (params, error) {
 		SandboxImage:      env("E2E_SANDBOX_IMAGE", "localhost/garra-sandbox:"+tag),
 		DoubleImage:       env("E2E_LLMDOUBLE_IMAGE", "localhost/garra-llmdouble:"+tag),
 		PostgresImage:     env("E2E_POSTGRES_IMAGE", "localhost/garra-postgres:"+tag),
+		ToolchainImage:    env("E2E_TOOLCHAIN_IMAGE", "localhost/garra-e2e-toolchain:"+tag),
 		ImagesDir:         os.Getenv("E2E_IMAGES_DIR"),
 		Loader:            os.Getenv("E2E_LOADER"),
 		StorageClass:      os.Getenv("E2E_STORAGE_CLASS"),
