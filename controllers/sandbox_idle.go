@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
+	"github.com/garraia/garra/internal/sandboxz"
 )
 
 // Idle sandboxes. With sandbox.idleTimeout the operator leaves the
@@ -23,9 +24,8 @@ import (
 // call on the Deployment (AnnotationLastCall), so every gateway replica's
 // calls count and the clock survives restarts of either side.
 
-// AnnotationLastCall on an idle-enabled sandbox Deployment is when the
-// gateway last started a call in it (RFC 3339). The gateway writes it.
-const AnnotationLastCall = "garra.garraia.io/last-call"
+// AnnotationLastCall is the gateway's mark of a sandbox's last call.
+const AnnotationLastCall = sandboxz.AnnotationLastCall
 
 // EventSandboxSuspended is the event of an idle sandbox scaled to zero.
 const EventSandboxSuspended = "SandboxSuspended"
@@ -49,11 +49,17 @@ func idleSandboxes(gs *garrav1alpha1.GarraServer) []string {
 	return out
 }
 
+// lastCall is the gateway's mark on d; an absent or unparsable mark is
+// none.
+func lastCall(d *appsv1.Deployment) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339Nano, d.Annotations[AnnotationLastCall])
+	return t, err == nil
+}
+
 // lastActivity is when the sandbox was last used: the gateway's mark, or
-// when the Deployment was created if the gateway has not marked it (an
-// unparsable mark counts as none).
+// when the Deployment was created if the gateway has not marked it.
 func lastActivity(d *appsv1.Deployment) time.Time {
-	if t, err := time.Parse(time.RFC3339Nano, d.Annotations[AnnotationLastCall]); err == nil {
+	if t, ok := lastCall(d); ok {
 		return t
 	}
 	return d.CreationTimestamp.Time

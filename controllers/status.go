@@ -77,7 +77,7 @@ func computeStatus(gs *garrav1alpha1.GarraServer, w observed) garrav1alpha1.Garr
 			row.Suspended = true
 		}
 		if idleTimeout(o) > 0 && d != nil {
-			if t, err := time.Parse(time.RFC3339Nano, d.Annotations[AnnotationLastCall]); err == nil {
+			if t, ok := lastCall(d); ok {
 				row.LastCall = &metav1.Time{Time: t.Truncate(time.Second)}
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/sandboxz"
 	"github.com/garraia/garra/internal/tools"
 )
 
@@ -23,10 +24,6 @@ import (
 // (the operator's idle clock reads the mark) and asks for one replica in
 // the same patch; when no replica was available it waits, within the
 // call's own deadline, until the sandbox answers an MCP handshake.
-
-// AnnotationLastCall is the mark; the operator's constant of the same
-// name reads it.
-const AnnotationLastCall = "garra.garraia.io/last-call"
 
 // touchEvery throttles the mark: at most one patch per sandbox in this
 // long while it is awake. It is below the shortest idleTimeout (10 s), so
@@ -52,7 +49,7 @@ type kubeWaker struct{ c appsv1.AppsV1Interface }
 
 func (k kubeWaker) Wake(ctx context.Context, w config.SandboxWake, at time.Time) (bool, error) {
 	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"annotations": map[string]string{AnnotationLastCall: at.UTC().Format(time.RFC3339Nano)}},
+		"metadata": map[string]any{"annotations": map[string]string{sandboxz.AnnotationLastCall: at.UTC().Format(time.RFC3339Nano)}},
 		"spec":     map[string]any{"replicas": 1},
 	})
 	if err != nil {

@@ -1,7 +1,7 @@
-// Package sandboxz is the wire format of the gateway's GET /sandboxz: the
-// last MCP handshake the gateway made with each orchestrator's sandbox.
-// The gateway writes it; the operator reads it into the Verified
-// condition. It imports nothing, so the operator does not link the
+// Package sandboxz is what the gateway and the operator tell each other
+// about sandboxes: the wire format of the gateway's GET /sandboxz (the
+// last MCP handshake with each orchestrator's sandbox, read into the
+// Verified condition) and the mark of an idle sandbox's last call. It imports nothing, so the operator does not link the
 // gateway to read it.
 package sandboxz
 
@@ -9,6 +9,11 @@ import "time"
 
 // Path is the route, on the gateway's port, behind the owner's key.
 const Path = "/sandboxz"
+
+// AnnotationLastCall on an idle-suspended sandbox's Deployment is when the
+// gateway last started a call in it (RFC 3339): the gateway writes it, the
+// operator's idle clock reads it.
+const AnnotationLastCall = "garra.garraia.io/last-call"
 
 // Reasons of a sandbox that is not verified (Verdict.Reason).
 const (
