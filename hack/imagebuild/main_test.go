@@ -148,18 +148,25 @@ func keys(m map[string]string) []string {
 	return k
 }
 
-// The PostgreSQL image is written only when its base is given, runs as
-// 65532 with the start script as its entrypoint and the server binaries on
-// PATH, and the script is valid bash.
-func TestBuildWritesThePostgresImageOnlyWhenAsked(t *testing.T) {
+// requiredOptions are the options build cannot do without, on stand-in
+// inputs in a temp dir; the optional images are left out.
+func requiredOptions(t *testing.T) options {
+	t.Helper()
 	dir := t.TempDir()
-	o := options{
+	return options{
 		Out:         filepath.Join(dir, "out"),
 		Tag:         "e2e",
 		Garra:       writeFile(t, filepath.Join(dir, "garra"), "GARRA"),
 		Manager:     writeFile(t, filepath.Join(dir, "manager"), "MANAGER"),
 		SandboxBase: baseTar(t, dir),
 	}
+}
+
+// The PostgreSQL image is written only when its base is given, runs as
+// 65532 with the start script as its entrypoint and the server binaries on
+// PATH, and the script is valid bash.
+func TestBuildWritesThePostgresImageOnlyWhenAsked(t *testing.T) {
+	o := requiredOptions(t)
 	got, err := build(o)
 	if err != nil {
 		t.Fatal(err)
@@ -198,7 +205,7 @@ func TestBuildWritesThePostgresImageOnlyWhenAsked(t *testing.T) {
 		t.Errorf("postgres image env %v", cf.Config.Env)
 	}
 
-	script := writeFile(t, filepath.Join(dir, "postgres-start"), postgresStart)
+	script := writeFile(t, filepath.Join(t.TempDir(), "postgres-start"), postgresStart)
 	if out, err := exec.Command("bash", "-n", script).CombinedOutput(); err != nil {
 		t.Errorf("postgres-start is not valid bash: %v %s", err, out)
 	}
@@ -206,15 +213,8 @@ func TestBuildWritesThePostgresImageOnlyWhenAsked(t *testing.T) {
 
 // The toolchain image is the base alone: no garra, no user, no entrypoint.
 func TestBuildWritesTheToolchainImageOnlyWhenAsked(t *testing.T) {
-	dir := t.TempDir()
-	o := options{
-		Out:           filepath.Join(dir, "out"),
-		Tag:           "e2e",
-		Garra:         writeFile(t, filepath.Join(dir, "garra"), "GARRA"),
-		Manager:       writeFile(t, filepath.Join(dir, "manager"), "MANAGER"),
-		SandboxBase:   baseTar(t, dir),
-		ToolchainBase: baseTar(t, t.TempDir()),
-	}
+	o := requiredOptions(t)
+	o.ToolchainBase = baseTar(t, t.TempDir())
 	got, err := build(o)
 	if err != nil {
 		t.Fatal(err)
