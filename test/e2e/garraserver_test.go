@@ -77,6 +77,25 @@ func claimsOf(gs *garrav1alpha1.GarraServer) []string {
 	return out
 }
 
+// applyReady creates gs on the suite's volumes and waits until it is
+// Ready; it returns how long that took.
+func applyReady(ctx context.Context, gs *garrav1alpha1.GarraServer) time.Duration {
+	GinkgoHelper()
+	Expect(k.provideVolumes(ctx, gs.Namespace, claimsOf(gs)...)).To(Succeed())
+	start := time.Now()
+	Expect(k.c.Create(ctx, gs)).To(Succeed())
+	waitReady(ctx, gs, 4*time.Minute)
+	return time.Since(start)
+}
+
+// gatewayOf is a client of gs's gateway Service whose calls may take up
+// to three minutes (an agent run).
+func gatewayOf(gs *garrav1alpha1.GarraServer) *gatewayClient {
+	hc := dialer.httpClient()
+	hc.Timeout = 3 * time.Minute
+	return newGatewayClient(serviceURL(gs.Namespace, gs.Name+"-gateway", controllers.GatewayPort), hc)
+}
+
 // waitReady waits until gs has Ready=True for its current generation.
 func waitReady(ctx context.Context, gs *garrav1alpha1.GarraServer, timeout time.Duration) {
 	GinkgoHelper()

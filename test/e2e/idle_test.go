@@ -31,15 +31,11 @@ var _ = Describe("An idle sandbox", Ordered, func() {
 	BeforeAll(func(ctx SpecContext) {
 		gs = newGarraServer(k.p, "idle-e2e", orch{name: "sleepy", tools: []garrav1alpha1.Tool{garrav1alpha1.ToolStatus, garrav1alpha1.ToolAgent}})
 		gs.Spec.Orchestrators[0].Sandbox.IdleTimeout = &metav1.Duration{Duration: 10 * time.Second}
-		Expect(k.provideVolumes(ctx, ns(), claimsOf(gs)...)).To(Succeed())
-		Expect(k.c.Create(ctx, gs)).To(Succeed())
-		waitReady(ctx, gs, 4*time.Minute)
+		applyReady(ctx, gs)
 		var err error
 		key, err = k.secretValue(ctx, ns(), gs.Name+"-orch-sleepy", controllers.KeyToken)
 		Expect(err).NotTo(HaveOccurred())
-		hc := dialer.httpClient()
-		hc.Timeout = 3 * time.Minute
-		gw = newGatewayClient(serviceURL(ns(), gs.Name+"-gateway", controllers.GatewayPort), hc)
+		gw = gatewayOf(gs)
 	}, NodeTimeout(6*time.Minute))
 
 	AfterAll(func(ctx SpecContext) {

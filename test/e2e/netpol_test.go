@@ -87,9 +87,7 @@ var _ = Describe("Sandbox isolation at the network (NetworkPolicy enforced)", Or
 			orch{name: "c", tools: []garrav1alpha1.Tool{garrav1alpha1.ToolStatus}},
 		)
 		gs.Spec.Orchestrators[2].Sandbox.Egress = garrav1alpha1.EgressInternet
-		Expect(k.provideVolumes(ctx, ns(), claimsOf(gs)...)).To(Succeed())
-		Expect(k.c.Create(ctx, gs)).To(Succeed())
-		waitReady(ctx, gs, 4*time.Minute)
+		applyReady(ctx, gs)
 		// Through the policies: the gateway's handshake with each of the
 		// three sandboxes works, as the operator reports it.
 		start := time.Now()
@@ -131,9 +129,7 @@ var _ = Describe("Sandbox isolation at the network (NetworkPolicy enforced)", Or
 
 		aKey, err = k.secretValue(ctx, ns(), gs.Name+"-orch-a", controllers.KeyToken)
 		Expect(err).NotTo(HaveOccurred())
-		hc := dialer.httpClient()
-		hc.Timeout = 3 * time.Minute
-		gw = newGatewayClient(serviceURL(ns(), gs.Name+"-gateway", controllers.GatewayPort), hc)
+		gw = gatewayOf(gs)
 	}, NodeTimeout(6*time.Minute))
 
 	AfterAll(func(ctx SpecContext) {

@@ -33,14 +33,8 @@ var _ = Describe("A sandbox in a team's own toolchain image", Ordered, func() {
 			gs.Spec.Orchestrators[i].Sandbox.Image = k.p.ToolchainImage
 			gs.Spec.Orchestrators[i].Sandbox.RequiredTools = req
 		}
-		Expect(k.provideVolumes(ctx, ns(), claimsOf(gs)...)).To(Succeed())
-		start := time.Now()
-		Expect(k.c.Create(ctx, gs)).To(Succeed())
-		waitReady(ctx, gs, 4*time.Minute)
-		times.record("GarraServer with two own-image sandboxes applied → Ready", time.Since(start))
-		hc := dialer.httpClient()
-		hc.Timeout = 3 * time.Minute
-		gw = newGatewayClient(serviceURL(ns(), gs.Name+"-gateway", controllers.GatewayPort), hc)
+		times.record("GarraServer with two own-image sandboxes applied → Ready", applyReady(ctx, gs))
+		gw = gatewayOf(gs)
 	}, NodeTimeout(6*time.Minute))
 
 	AfterAll(func(ctx SpecContext) {
