@@ -26,8 +26,9 @@ type SandboxProbe func(ctx context.Context, url, ownerKey string) (sandboxz.Repo
 // to notice one that stops working.
 const VerifyRequeue = 30 * time.Second
 
-// VerifyPendingRequeue is the shorter wait while some sandbox has not been
-// checked by the gateway yet (an orchestrator just added).
+// VerifyPendingRequeue is the shorter wait while some sandbox is not
+// verified yet (an orchestrator just added, a pod still starting, a token
+// being repaired): the gateway re-checks those every 5 s too.
 const VerifyPendingRequeue = 5 * time.Second
 
 // ReasonNotChecked is an orchestrator's verifiedReason while the gateway
@@ -166,7 +167,7 @@ func (r *GarraServerReconciler) verifySandboxes(ctx context.Context, s *reconcil
 		rep, err := r.SandboxProbe(ctx, url, strings.TrimSpace(string(key)))
 		v = verifiedFrom(names, asleep, rep, err)
 	}
-	if v.pending {
+	if v.pending || v.cond.Status != metav1.ConditionTrue {
 		s.requeueAt(VerifyPendingRequeue)
 	} else {
 		s.requeueAt(VerifyRequeue)
