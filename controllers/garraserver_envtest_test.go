@@ -33,11 +33,17 @@ const (
 	interval = 100 * time.Millisecond
 )
 
-// newNamespace creates a namespace of its own for one spec.
+// newNamespace creates a namespace of its own for one spec. Its
+// GarraServers are deleted when the spec ends: envtest has no namespace
+// controller, and servers left behind would keep the one controller busy
+// with their periodic passes while later specs wait for theirs.
 func newNamespace() string {
 	GinkgoHelper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "garra-"}}
 	must(k8sClient.Create(ctx, ns))
+	DeferCleanup(func() {
+		Expect(k8sClient.DeleteAllOf(ctx, &garrav1alpha1.GarraServer{}, client.InNamespace(ns.Name))).To(Succeed())
+	})
 	return ns.Name
 }
 

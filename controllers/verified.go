@@ -26,9 +26,9 @@ type SandboxProbe func(ctx context.Context, url, ownerKey string) (sandboxz.Repo
 // to notice one that stops working.
 const VerifyRequeue = 30 * time.Second
 
-// VerifyPendingRequeue is the shorter wait while some sandbox is not
-// verified yet (an orchestrator just added, a pod still starting, a token
-// being repaired): the gateway re-checks those every 5 s too.
+// VerifyPendingRequeue is the shorter wait while the gateway, asked,
+// reports some sandbox not verified yet (an orchestrator just added, a pod
+// still starting, a token being repaired): it re-checks those every 5 s too.
 const VerifyPendingRequeue = 5 * time.Second
 
 // ReasonNotChecked is an orchestrator's verifiedReason while the gateway
@@ -154,12 +154,18 @@ func (r *GarraServerReconciler) verifySandboxes(ctx context.Context, s *reconcil
 		}
 	}
 	var v verification
+	// Not asked (no replica, no key) is no reason to come back early: the
+	// Deployment's status and the Secret are watched, and each change
+	// brings a pass. Polling instead would cost one pass per GarraServer
+	// every 5 s while its gateway is down, across the whole cluster.
+	asked := false
 	switch key := s.values[gatewayAPIKeyRef(gs).String()]; {
 	case !available(gateway):
 		v = verifiedFrom(names, asleep, sandboxz.Report{}, fmt.Errorf("the gateway Deployment %s has no available replica", gatewayName(gs)))
 	case len(key) == 0:
 		v = verifiedFrom(names, asleep, sandboxz.Report{}, fmt.Errorf("the gateway's key (%s) is missing", gatewayAPIKeyRef(gs)))
 	default:
+		asked = true
 		url := GatewaySandboxzURL(gs)
 		if r.SandboxProbeURL != nil {
 			url = r.SandboxProbeURL(gs)
@@ -167,7 +173,7 @@ func (r *GarraServerReconciler) verifySandboxes(ctx context.Context, s *reconcil
 		rep, err := r.SandboxProbe(ctx, url, strings.TrimSpace(string(key)))
 		v = verifiedFrom(names, asleep, rep, err)
 	}
-	if v.pending || v.cond.Status != metav1.ConditionTrue {
+	if asked && (v.pending || v.cond.Status != metav1.ConditionTrue) {
 		s.requeueAt(VerifyPendingRequeue)
 	} else {
 		s.requeueAt(VerifyRequeue)
