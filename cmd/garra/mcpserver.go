@@ -11,6 +11,7 @@ import (
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/audit"
 	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/mcppolicy"
 	"github.com/garraia/garra/internal/mcpstdio"
 	"github.com/garraia/garra/internal/redact"
 	"github.com/garraia/garra/internal/telemetry"
@@ -50,7 +51,7 @@ Operator limits, read once at start:
 			for _, e := range badPatterns {
 				log.Warn("redact pattern ignored", "error", e)
 			}
-			policy, err := mcpstdio.PolicyFromEnv(o.getenv)
+			policy, err := mcppolicy.StdioFromEnv(o.getenv)
 			if err != nil {
 				return fmt.Errorf("mcp-server: %w", err)
 			}

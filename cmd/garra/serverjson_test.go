@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/garraia/garra/internal/config"
-	"github.com/garraia/garra/internal/mcpstdio"
+	"github.com/garraia/garra/internal/mcppolicy"
 )
 
 // serverJSON mirrors the fields of the MCP registry's server.json schema
@@ -217,7 +217,7 @@ func TestServerJSONEnvironmentVariables(t *testing.T) {
 			t.Errorf("%s: default %q is not one of its choices", e.Name, e.Default)
 		}
 	}
-	want := []string{mcpstdio.EnvModelAllowlist, mcpstdio.EnvMaxTimeoutSecs, mcpstdio.EnvEnableTools, mcpstdio.EnvAllowedDirs,
+	want := []string{mcppolicy.EnvModelAllowlist, mcppolicy.EnvMaxTimeoutSecs, mcppolicy.EnvEnableTools, mcppolicy.EnvAllowedDirs,
 		config.EnvConfigPath, config.EnvExecutionProfile, config.EnvBraveAPIKey}
 	for _, k := range config.DefaultAPIKeyEnv {
 		want = append(want, k)

@@ -18,6 +18,7 @@ import (
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/jail"
+	"github.com/garraia/garra/internal/mcppolicy"
 	"github.com/garraia/garra/internal/toolchain"
 	"github.com/garraia/garra/internal/tools"
 )
@@ -34,7 +35,7 @@ func WorkspaceDir(dataDir, orchestrator string) string {
 // runAgent runs garra_agent for c: prompt in and everything out redacted
 // with the operator's patterns, session mcp-http-<caller>-<uuid>, tools in
 // the caller's sandbox pod or its own local workspace.
-func (g *policy) runAgent(ctx context.Context, c Caller, req ask.Request, timeout time.Duration) agent.Envelope {
+func (g *policy) runAgent(ctx context.Context, c mcppolicy.Caller, req ask.Request, timeout time.Duration) agent.Envelope {
 	r := &agent.Runner{Redactor: g.red, Now: g.now}
 	p, err := g.askCore.Provider(req.Provider)
 	if err != nil {
@@ -77,7 +78,7 @@ const (
 // sandboxToolchain is c's sandbox toolchain as a paragraph of the system
 // prompt, or "" when c has no sandbox or it cannot be read (the run goes
 // on; the model then finds out with bash).
-func (g *policy) sandboxToolchain(ctx context.Context, c Caller) string {
+func (g *policy) sandboxToolchain(ctx context.Context, c mcppolicy.Caller) string {
 	if c.Sandbox == nil || c.Sandbox.URL == "" {
 		return ""
 	}
@@ -92,7 +93,7 @@ func (g *policy) sandboxToolchain(ctx context.Context, c Caller) string {
 // readSandboxToolchain reads garra://sandbox/toolchain from c's own
 // sandbox with c's sandbox token, within bound, and sanitises it: the
 // sandbox is where bash runs, so what it says is data.
-func (g *policy) readSandboxToolchain(ctx context.Context, c Caller, bound time.Duration) (toolchain.Report, error) {
+func (g *policy) readSandboxToolchain(ctx context.Context, c mcppolicy.Caller, bound time.Duration) (toolchain.Report, error) {
 	token, err := c.Sandbox.Token(g.getenv)
 	if err != nil {
 		return toolchain.Report{}, fmt.Errorf("sandbox token: %w", err)
@@ -115,7 +116,7 @@ func (g *policy) readSandboxToolchain(ctx context.Context, c Caller, bound time.
 // local workspace. It fails closed: no token for the sandbox, or an idle
 // sandbox that does not wake within ctx, is an executor error; a local workspace that is not materialized gets the
 // refusing executor (see localExecutor).
-func (g *policy) executorFor(ctx context.Context, c Caller) (tools.Executor, func(), error) {
+func (g *policy) executorFor(ctx context.Context, c mcppolicy.Caller) (tools.Executor, func(), error) {
 	noop := func() {}
 	if c.Sandbox != nil && c.Sandbox.URL != "" {
 		token, err := c.Sandbox.Token(g.getenv)
@@ -207,7 +208,7 @@ func (refusedBash) Run(context.Context, string, string) (string, int, error) {
 // not recreated by a call, which fails closed instead.
 func (g *policy) materializeWorkspaces() {
 	for _, c := range g.callers.byName {
-		if c.Owner || (c.Sandbox != nil && c.Sandbox.URL != "") || !slices.Contains(Visible(c, g.switches), ToolAgent) {
+		if c.IsOwner() || (c.Sandbox != nil && c.Sandbox.URL != "") || !slices.Contains(mcppolicy.Visible(c, g.limits), mcppolicy.ToolAgent) {
 			continue
 		}
 		if err := materializeWorkspace(WorkspaceDir(g.cfg.DataDirPath(), c.Name)); err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/garraia/garra/internal/audit"
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/gateway"
+	"github.com/garraia/garra/internal/mcppolicy"
 	"github.com/garraia/garra/internal/redact"
 )
 
@@ -116,7 +117,7 @@ func BenchmarkMCPHTTPOverhead(b *testing.B) {
 		gateway, plain string // bodies for the gateway and the bare server
 	}{
 		{"tools_list", benchListBody, benchListBody},
-		{"tools_call_status", benchCallBody(gateway.ToolStatus), benchCallBody("status")},
+		{"tools_call_status", benchCallBody(mcppolicy.ToolStatus), benchCallBody("status")},
 	}
 	for _, m := range methods {
 		gw := func(b *testing.B) benchLeg { return benchLeg{"gateway", benchGatewayHandler(b, true), m.gateway} }

@@ -9,13 +9,14 @@ import (
 	"github.com/garraia/garra/internal/authn"
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/errkinds"
+	"github.com/garraia/garra/internal/mcppolicy"
 )
 
 // callers are a policy's authenticated identities: the authenticator that
 // resolves a bearer token to a name, and what each name may do.
 type callers struct {
 	auth   authn.Authenticator
-	byName map[string]Caller
+	byName map[string]mcppolicy.Caller
 	// issuers are the OIDC issuers the protected resource metadata lists.
 	issuers []string
 }
@@ -35,11 +36,11 @@ type callerDeps struct {
 // already claims) is disabled with one warning: it must fail closed, never
 // authenticate anyone by accident.
 func callersFrom(cfg *config.Config, getenv func(string) string, log *slog.Logger, deps callerDeps) *callers {
-	cs := &callers{byName: map[string]Caller{}}
+	cs := &callers{byName: map[string]mcppolicy.Caller{}}
 	static := &authn.Static{}
 	if cfg.Gateway.APIKey != "" {
-		static.Add(OwnerName, cfg.Gateway.APIKey)
-		cs.byName[OwnerName] = Caller{Name: OwnerName, Owner: true, Auth: authn.ModeToken}
+		static.Add(mcppolicy.OwnerName, cfg.Gateway.APIKey)
+		cs.byName[mcppolicy.OwnerName] = mcppolicy.OwnerCaller()
 	}
 	var sas []authn.ServiceAccountEntry
 	var oidcs []authn.OIDCEntry
@@ -98,7 +99,7 @@ func callersFrom(cfg *config.Config, getenv func(string) string, log *slog.Logge
 				static.Add(o.Name, t)
 			}
 		}
-		cs.byName[o.Name] = callerOf(o)
+		cs.byName[o.Name] = mcppolicy.OrchestratorCaller(o)
 	}
 	chain := authn.Chain{static}
 	if len(oidcs) > 0 {
@@ -125,43 +126,15 @@ func callersFrom(cfg *config.Config, getenv func(string) string, log *slog.Logge
 	return cs
 }
 
-// callerOf is an orchestrator's policy and the identity its mode binds it
-// to (the audit's: tool handlers are built per entry, so they record the
-// entry's identity; for an OIDC entry matched by claims that is the
-// issuer and the claims).
-func callerOf(o config.Orchestrator) Caller {
-	c := Caller{Name: o.Name, Chats: o.Chats, Sandbox: o.Sandbox, Auth: o.AuthMode()}
-	switch c.Auth {
-	case config.AuthServiceAccount:
-		c.Identity = authn.ServiceAccountEntry{Namespace: o.Auth.ServiceAccount.Namespace, Name: o.Auth.ServiceAccount.Name}.Username()
-	case config.AuthOIDC:
-		c.Identity, c.IdentityPersonal = o.IdentityKey(), true
-		if a := o.Auth.OIDC; a.Subject != "" {
-			c.Identity = a.Issuer + "#" + a.Subject
-		}
-	}
-	for _, g := range o.Tools {
-		if t, ok := toolByGrant[g]; ok {
-			c.Grants = append(c.Grants, t)
-		}
-	}
-	for _, g := range o.DenyTools {
-		if t, ok := toolByGrant[g]; ok {
-			c.Denied = append(c.Denied, t)
-		}
-	}
-	return c
-}
-
 // authenticate resolves token to its caller, carrying how it was proved.
-func (cs *callers) authenticate(ctx context.Context, token string) (Caller, error) {
+func (cs *callers) authenticate(ctx context.Context, token string) (mcppolicy.Caller, error) {
 	id, err := cs.auth.Authenticate(ctx, token)
 	if err != nil {
-		return Caller{}, err
+		return mcppolicy.Caller{}, err
 	}
 	c, ok := cs.byName[id.Caller]
 	if !ok { // an authenticator names only entries it was given
-		return Caller{}, &authn.Refusal{Kind: errkinds.IdentityNotAllowed, Detail: "no entry " + id.Caller}
+		return mcppolicy.Caller{}, &authn.Refusal{Kind: errkinds.IdentityNotAllowed, Detail: "no entry " + id.Caller}
 	}
 	c.Auth, c.Identity, c.IdentityPersonal = id.Mode, id.Subject, id.Personal
 	return c, nil
@@ -169,11 +142,11 @@ func (cs *callers) authenticate(ctx context.Context, token string) (Caller, erro
 
 type callerKey struct{}
 
-func withCaller(ctx context.Context, c Caller) context.Context {
+func withCaller(ctx context.Context, c mcppolicy.Caller) context.Context {
 	return context.WithValue(ctx, callerKey{}, c)
 }
 
-func callerFrom(ctx context.Context) (Caller, bool) {
-	c, ok := ctx.Value(callerKey{}).(Caller)
+func callerFrom(ctx context.Context) (mcppolicy.Caller, bool) {
+	c, ok := ctx.Value(callerKey{}).(mcppolicy.Caller)
 	return c, ok
 }

@@ -96,7 +96,7 @@ func (g *policy) ownerOnly(h http.Handler) http.Handler {
 // requireOwner refuses every caller but the gateway key's holder.
 func requireOwner(onRefuse func(errkinds.Kind), next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c, ok := callerFrom(r.Context()); !ok || !c.Owner {
+		if c, ok := callerFrom(r.Context()); !ok || !c.IsOwner() {
 			onRefuse(errkinds.NotOwner)
 			writeJSONError(w, http.StatusForbidden, "forbidden", "this route is the owner's: use the gateway key")
 			return

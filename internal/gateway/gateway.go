@@ -25,6 +25,7 @@ import (
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/errkinds"
 	"github.com/garraia/garra/internal/mcpcancel"
+	"github.com/garraia/garra/internal/mcppolicy"
 	"github.com/garraia/garra/internal/redact"
 	"github.com/garraia/garra/internal/tools"
 )
@@ -129,7 +130,7 @@ type policy struct {
 	cfg         *config.Config
 	hash        string // sha256:<hex> of the config file's bytes; "" without a file
 	fingerprint string // hash plus the token files' contents
-	switches    Switches
+	limits      mcppolicy.Limits
 	callers     *callers
 	servers     map[string]*mcp.Server // by caller name
 	askCore     *ask.Core
@@ -244,7 +245,7 @@ func (g *Gateway) newPolicy(cfg *config.Config, hash, fp string) (*policy, error
 	secrets := cfg.SecretValues(g.getenv)
 	p := &policy{
 		Gateway: g, cfg: cfg, hash: hash, fingerprint: fp,
-		switches:   SwitchesFrom(cfg),
+		limits:     mcppolicy.GatewayLimits(cfg),
 		red:        red.WithSecrets(secrets...),
 		builtinRed: redact.Default().WithSecrets(secrets...),
 		egress:     webFetchGuard(m, g.log),

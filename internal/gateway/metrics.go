@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/garraia/garra/internal/errkinds"
+	"github.com/garraia/garra/internal/mcppolicy"
 )
 
 // metrics are the gateway's Prometheus series, in a registry of their own
@@ -84,7 +85,7 @@ func (m *metrics) loaded(hash string) {
 
 func (m *metrics) refused(kind errkinds.Kind) { m.refusals.WithLabelValues(string(kind)).Inc() }
 
-func (m *metrics) admitted(c Caller) { m.authns.WithLabelValues(c.Name, c.Auth).Inc() }
+func (m *metrics) admitted(c mcppolicy.Caller) { m.authns.WithLabelValues(c.Name, c.Auth).Inc() }
 
 func (m *metrics) reviewed(result string) { m.reviews.WithLabelValues(result).Inc() }
 

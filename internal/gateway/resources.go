@@ -14,47 +14,14 @@ import (
 	"github.com/garraia/garra/internal/audit"
 	"github.com/garraia/garra/internal/chat"
 	"github.com/garraia/garra/internal/errkinds"
-	"github.com/garraia/garra/internal/toolchain"
+	"github.com/garraia/garra/internal/mcppolicy"
 )
 
-// The gateway's resources. Each is filtered by the same policy as the
-// tools: a caller lists and reads only what its tools would show it.
-const (
-	ResourceStatus = "garra://status"       // what garra_status returns; with garra_status
-	ResourcePolicy = "garra://policy"       // the caller's own policy; everyone
-	ResourceChats  = "garra://chats"        // what garra_list_chats returns; with garra_list_chats
-	ResourceChat   = "garra://chats/{chat}" // one redacted history; with garra_read_history
-
-	chatURIPrefix = "garra://chats/"
-
-	// ResourceToolchain is the caller's own sandbox toolchain, read from
-	// its sandbox; with garra_agent and a sandbox.
-	ResourceToolchain = toolchain.URI
-)
+// chatURIPrefix is garra://chats/{chat} up to its variable.
+const chatURIPrefix = "garra://chats/"
 
 // SchemaPolicy tags the garra://policy document.
 const SchemaPolicy = "garra.policy.v1"
-
-// resourceTool is the tool a resource stands for; garra://policy has none.
-var resourceTool = map[string]string{ResourceStatus: ToolStatus, ResourceChats: ToolListChats, ResourceChat: ToolReadHistory}
-
-// AllResources lists the resources and the template in resources/list order.
-var AllResources = []string{ResourceStatus, ResourcePolicy, ResourceChats, ResourceChat, ResourceToolchain}
-
-// ResourceVisible reports whether c may list and read a resource (a URI, or
-// ResourceChat for the template): exactly when it may call its tool.
-func ResourceVisible(c Caller, s Switches, resource string) bool {
-	switch resource {
-	case ResourcePolicy:
-		return true
-	case ResourceToolchain:
-		// Only a caller whose agent runs in a sandbox has a toolchain;
-		// it is its own sandbox's, read with its own sandbox token.
-		return c.Sandbox != nil && c.Sandbox.URL != "" && slices.Contains(Visible(c, s), ToolAgent)
-	}
-	t, ok := resourceTool[resource]
-	return ok && slices.Contains(Visible(c, s), t)
-}
 
 // ChatURI is a conversation's resource URI: the RFC 6570 expansion of
 // garra://chats/{chat}, so "telegram:111" becomes garra://chats/telegram%3A111.
@@ -76,16 +43,16 @@ const jsonMIME = "application/json"
 
 // addResources registers every resource on c's server; the read handlers
 // and the list filter apply the policy.
-func (g *policy) addResources(s *mcp.Server, c Caller) {
-	s.AddResource(&mcp.Resource{URI: ResourceStatus, Name: "status", Title: "Gateway status", MIMEType: jsonMIME,
+func (g *policy) addResources(s *mcp.Server, c mcppolicy.Caller) {
+	s.AddResource(&mcp.Resource{URI: mcppolicy.ResourceStatus, Name: "status", Title: "Gateway status", MIMEType: jsonMIME,
 		Description: "What garra_status returns: version, uptime, channels, conversations (garra.mcp.v1)."}, g.readStatus(c))
-	s.AddResource(&mcp.Resource{URI: ResourcePolicy, Name: "policy", Title: "This caller's policy", MIMEType: jsonMIME,
+	s.AddResource(&mcp.Resource{URI: mcppolicy.ResourcePolicy, Name: "policy", Title: "This caller's policy", MIMEType: jsonMIME,
 		Description: "Your own effective policy: tools, budgets left this minute, allowed models, agent ceiling, chat scope (garra.policy.v1)."}, g.readPolicy(c))
-	s.AddResource(&mcp.Resource{URI: ResourceChats, Name: "chats", Title: "Conversations", MIMEType: jsonMIME,
+	s.AddResource(&mcp.Resource{URI: mcppolicy.ResourceChats, Name: "chats", Title: "Conversations", MIMEType: jsonMIME,
 		Description: "What garra_list_chats returns, each row with its garra://chats/{chat} uri (garra.mcp.v1)."}, g.readChats(c))
-	s.AddResource(&mcp.Resource{URI: ResourceToolchain, Name: "toolchain", Title: "Your sandbox's toolchain", MIMEType: jsonMIME,
+	s.AddResource(&mcp.Resource{URI: mcppolicy.ResourceToolchain, Name: "toolchain", Title: "Your sandbox's toolchain", MIMEType: jsonMIME,
 		Description: "The programs on your sandbox's PATH with their versions, and the required tools it lacks, as your sandbox reports them."}, g.readToolchain(c))
-	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: ResourceChat, Name: "chat", Title: "A conversation's history", MIMEType: jsonMIME,
+	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: mcppolicy.ResourceChat, Name: "chat", Title: "A conversation's history", MIMEType: jsonMIME,
 		Description: "The last max_history_messages messages of one conversation, secrets redacted (garra.mcp.v1). Use the uri of a garra://chats row."}, g.readChat(c))
 }
 
@@ -127,16 +94,16 @@ func refusedRead(ctx context.Context, resource, target, uri string) error {
 	return notFound(uri)
 }
 
-func (g *policy) readStatus(c Caller) mcp.ResourceHandler {
+func (g *policy) readStatus(c mcppolicy.Caller) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		if !ResourceVisible(c, g.switches, ResourceStatus) {
-			return nil, refusedRead(ctx, ResourceStatus, "", req.Params.URI)
+		if !mcppolicy.ResourceVisible(c, g.limits, mcppolicy.ResourceStatus) {
+			return nil, refusedRead(ctx, mcppolicy.ResourceStatus, "", req.Params.URI)
 		}
-		text, err := envelopeText(ToolStatus, g.statusData(ctx, c))
+		text, err := envelopeText(mcppolicy.ToolStatus, g.statusData(ctx, c))
 		if err != nil {
 			return nil, err
 		}
-		note(ctx, ResourceStatus, "", audit.OutcomeOK, "")
+		note(ctx, mcppolicy.ResourceStatus, "", audit.OutcomeOK, "")
 		return jsonContents(req.Params.URI, text), nil
 	}
 }
@@ -169,39 +136,39 @@ type chatScope struct {
 }
 
 // policyFor is what garra://policy shows c now.
-func (g *policy) policyFor(c Caller) policyView {
-	vis := Visible(c, g.switches)
+func (g *policy) policyFor(c mcppolicy.Caller) policyView {
+	vis := mcppolicy.Visible(c, g.limits)
 	has := func(t string) bool { return slices.Contains(vis, t) }
 	m := g.cfg.Gateway.MCPHTTP
-	p := policyView{Schema: SchemaPolicy, Surface: audit.SurfaceHTTP, Caller: c.Name, Owner: c.Owner,
+	p := policyView{Schema: SchemaPolicy, Surface: audit.SurfaceHTTP, Caller: c.Name, Owner: c.IsOwner(),
 		Tools: append([]string{}, vis...), Budgets: map[string]budgetView{}}
-	for _, r := range AllResources {
-		if ResourceVisible(c, g.switches, r) {
+	for _, r := range mcppolicy.AllResources {
+		if mcppolicy.ResourceVisible(c, g.limits, r) {
 			p.Resources = append(p.Resources, r)
 		}
 	}
 	for _, b := range []struct {
 		name, tool string
 		budget     Counter
-	}{{"send", ToolSendMessage, g.sendBudget}, {"ask", ToolAsk, g.askBudget}, {"agent", ToolAgent, g.agentBudget}} {
+	}{{"send", mcppolicy.ToolSendMessage, g.sendBudget}, {"ask", mcppolicy.ToolAsk, g.askBudget}, {"agent", mcppolicy.ToolAgent, g.agentBudget}} {
 		if has(b.tool) {
 			p.Budgets[b.name] = budgetView{Remaining: b.budget.Remaining(), PerMinute: b.budget.Limit()}
 		}
 	}
-	if has(ToolAsk) || has(ToolAgent) {
+	if has(mcppolicy.ToolAsk) || has(mcppolicy.ToolAgent) {
 		p.AllowedModels = m.AskAllowedModels
 		if len(p.AllowedModels) == 0 {
 			p.AllowedModels = []string{g.cfg.LLM.Model}
 		}
 	}
-	if has(ToolAgent) {
+	if has(mcppolicy.ToolAgent) {
 		p.AgentMaxSeconds = m.AgentMaxSeconds
 	}
-	if has(ToolReadHistory) {
+	if has(mcppolicy.ToolReadHistory) {
 		p.MaxHistoryMessages = m.MaxHistoryMessages
 	}
-	if has(ToolListChats) || has(ToolReadHistory) || has(ToolSendMessage) {
-		if c.Owner || len(c.Chats) == 0 {
+	if has(mcppolicy.ToolListChats) || has(mcppolicy.ToolReadHistory) || has(mcppolicy.ToolSendMessage) {
+		if c.IsOwner() || len(c.Chats) == 0 {
 			p.ChatScope = &chatScope{All: true}
 		} else {
 			p.ChatScope = &chatScope{Chats: c.Chats}
@@ -210,13 +177,13 @@ func (g *policy) policyFor(c Caller) policyView {
 	return p
 }
 
-func (g *policy) readPolicy(c Caller) mcp.ResourceHandler {
+func (g *policy) readPolicy(c mcppolicy.Caller) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		b, err := json.Marshal(g.policyFor(c))
 		if err != nil {
 			return nil, err
 		}
-		note(ctx, ResourcePolicy, "", audit.OutcomeOK, "")
+		note(ctx, mcppolicy.ResourcePolicy, "", audit.OutcomeOK, "")
 		return jsonContents(req.Params.URI, string(b)), nil
 	}
 }
@@ -227,30 +194,30 @@ type chatRow struct {
 	URI string `json:"uri"`
 }
 
-func (g *policy) readChats(c Caller) mcp.ResourceHandler {
+func (g *policy) readChats(c mcppolicy.Caller) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		if !ResourceVisible(c, g.switches, ResourceChats) {
-			return nil, refusedRead(ctx, ResourceChats, "", req.Params.URI)
+		if !mcppolicy.ResourceVisible(c, g.limits, mcppolicy.ResourceChats) {
+			return nil, refusedRead(ctx, mcppolicy.ResourceChats, "", req.Params.URI)
 		}
 		convs, err := g.scopedChats(ctx, c, "")
 		if err != nil {
-			note(ctx, ResourceChats, "", audit.OutcomeError, errkinds.Unavailable)
+			note(ctx, mcppolicy.ResourceChats, "", audit.OutcomeError, errkinds.Unavailable)
 			return nil, errStoreUnavailable
 		}
 		rows := make([]chatRow, 0, len(convs))
 		for _, cv := range convs {
 			rows = append(rows, chatRow{Conversation: cv, URI: ChatURI(cv.ID)})
 		}
-		text, err := envelopeText(ToolListChats, map[string]any{"chats": rows})
+		text, err := envelopeText(mcppolicy.ToolListChats, map[string]any{"chats": rows})
 		if err != nil {
 			return nil, err
 		}
-		note(ctx, ResourceChats, "", audit.OutcomeOK, "")
+		note(ctx, mcppolicy.ResourceChats, "", audit.OutcomeOK, "")
 		return jsonContents(req.Params.URI, text), nil
 	}
 }
 
-func (g *policy) readChat(c Caller) mcp.ResourceHandler {
+func (g *policy) readChat(c mcppolicy.Caller) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		uri := req.Params.URI
 		id, err := url.PathUnescape(strings.TrimPrefix(uri, chatURIPrefix))
@@ -258,30 +225,30 @@ func (g *policy) readChat(c Caller) mcp.ResourceHandler {
 			id = ""
 		}
 		switch {
-		case !ResourceVisible(c, g.switches, ResourceChat):
-			return nil, refusedRead(ctx, ResourceChat, id, uri)
+		case !mcppolicy.ResourceVisible(c, g.limits, mcppolicy.ResourceChat):
+			return nil, refusedRead(ctx, mcppolicy.ResourceChat, id, uri)
 		case id == "":
-			note(ctx, ResourceChat, "", audit.OutcomeNotFound, errkinds.NotFound)
+			note(ctx, mcppolicy.ResourceChat, "", audit.OutcomeNotFound, errkinds.NotFound)
 			return nil, notFound(uri)
-		case !ChatInScope(c, id):
+		case !mcppolicy.ChatInScope(c, id):
 			// Audited as the refusal it is; answered exactly like missing.
-			note(ctx, ResourceChat, id, audit.OutcomeRefused, errkinds.NotFound)
+			note(ctx, mcppolicy.ResourceChat, id, audit.OutcomeRefused, errkinds.NotFound)
 			return nil, notFound(uri)
 		}
 		msgs, kind := g.scopedHistory(ctx, c, id, g.cfg.Gateway.MCPHTTP.MaxHistoryMessages)
 		switch kind {
 		case errkinds.NotFound:
-			note(ctx, ResourceChat, id, audit.OutcomeNotFound, errkinds.NotFound)
+			note(ctx, mcppolicy.ResourceChat, id, audit.OutcomeNotFound, errkinds.NotFound)
 			return nil, notFound(uri)
 		case errkinds.Unavailable:
-			note(ctx, ResourceChat, id, audit.OutcomeError, errkinds.Unavailable)
+			note(ctx, mcppolicy.ResourceChat, id, audit.OutcomeError, errkinds.Unavailable)
 			return nil, errStoreUnavailable
 		}
-		text, err := envelopeText(ToolReadHistory, map[string]any{"messages": msgs, "redacted": true})
+		text, err := envelopeText(mcppolicy.ToolReadHistory, map[string]any{"messages": msgs, "redacted": true})
 		if err != nil {
 			return nil, err
 		}
-		note(ctx, ResourceChat, id, audit.OutcomeOK, "")
+		note(ctx, mcppolicy.ResourceChat, id, audit.OutcomeOK, "")
 		return jsonContents(uri, text), nil
 	}
 }
@@ -290,7 +257,7 @@ func (g *policy) readChat(c Caller) mcp.ResourceHandler {
 // by the policy, and audits every resources/read (including URIs the SDK
 // itself answers as not found) and every call to a tool that does not
 // exist (the seven are audited by dispatch).
-func (g *policy) resourceMiddleware(c Caller) mcp.Middleware {
+func (g *policy) resourceMiddleware(c mcppolicy.Caller) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch method {
@@ -305,10 +272,10 @@ func (g *policy) resourceMiddleware(c Caller) mcp.Middleware {
 			}
 			switch r := res.(type) {
 			case *mcp.ListResourcesResult:
-				r.Resources = slices.DeleteFunc(r.Resources, func(x *mcp.Resource) bool { return !ResourceVisible(c, g.switches, x.URI) })
+				r.Resources = slices.DeleteFunc(r.Resources, func(x *mcp.Resource) bool { return !mcppolicy.ResourceVisible(c, g.limits, x.URI) })
 			case *mcp.ListResourceTemplatesResult:
 				r.ResourceTemplates = slices.DeleteFunc(r.ResourceTemplates, func(x *mcp.ResourceTemplate) bool {
-					return !ResourceVisible(c, g.switches, x.URITemplate)
+					return !mcppolicy.ResourceVisible(c, g.limits, x.URITemplate)
 				})
 			}
 			return res, err
@@ -316,7 +283,7 @@ func (g *policy) resourceMiddleware(c Caller) mcp.Middleware {
 	}
 }
 
-func (g *policy) auditedRead(ctx context.Context, c Caller, next mcp.MethodHandler, method string, req mcp.Request) (mcp.Result, error) {
+func (g *policy) auditedRead(ctx context.Context, c mcppolicy.Caller, next mcp.MethodHandler, method string, req mcp.Request) (mcp.Result, error) {
 	uri := ""
 	if p, ok := req.GetParams().(*mcp.ReadResourceParams); ok && p != nil {
 		uri = p.URI
@@ -337,13 +304,13 @@ func (g *policy) auditedRead(ctx context.Context, c Caller, next mcp.MethodHandl
 	return res, err
 }
 
-func (g *policy) auditedUnknownTool(ctx context.Context, c Caller, next mcp.MethodHandler, method string, req mcp.Request) (mcp.Result, error) {
+func (g *policy) auditedUnknownTool(ctx context.Context, c mcppolicy.Caller, next mcp.MethodHandler, method string, req mcp.Request) (mcp.Result, error) {
 	name := ""
 	if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p != nil {
 		name = p.Name
 	}
 	res, err := next(ctx, method, req)
-	if !slices.Contains(AllTools, name) {
+	if !slices.Contains(mcppolicy.AllTools, name) {
 		g.audit.Record(audit.Record{Surface: audit.SurfaceHTTP, Caller: c.Name, Tool: "unknown", Target: name,
 			Outcome: audit.OutcomeNotFound, Kind: errkinds.NotFound, Auth: c.Auth, Identity: c.Identity, IdentityPersonal: c.IdentityPersonal})
 	}
@@ -354,22 +321,22 @@ func (g *policy) auditedUnknownTool(ctx context.Context, c Caller, next mcp.Meth
 // sandbox does not answer (its reason is logged, never sent).
 var errSandboxUnavailable = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "your sandbox is unavailable"}
 
-func (g *policy) readToolchain(c Caller) mcp.ResourceHandler {
+func (g *policy) readToolchain(c mcppolicy.Caller) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		if !ResourceVisible(c, g.switches, ResourceToolchain) {
-			return nil, refusedRead(ctx, ResourceToolchain, "", req.Params.URI)
+		if !mcppolicy.ResourceVisible(c, g.limits, mcppolicy.ResourceToolchain) {
+			return nil, refusedRead(ctx, mcppolicy.ResourceToolchain, "", req.Params.URI)
 		}
 		rep, err := g.readSandboxToolchain(ctx, c, toolchainReadTimeout)
 		if err != nil {
 			g.log.Warn("sandbox toolchain not read", "caller", c.Name, "error", err)
-			note(ctx, ResourceToolchain, "", audit.OutcomeError, errkinds.Unavailable)
+			note(ctx, mcppolicy.ResourceToolchain, "", audit.OutcomeError, errkinds.Unavailable)
 			return nil, errSandboxUnavailable
 		}
 		b, err := json.Marshal(rep)
 		if err != nil {
 			return nil, err
 		}
-		note(ctx, ResourceToolchain, "", audit.OutcomeOK, "")
+		note(ctx, mcppolicy.ResourceToolchain, "", audit.OutcomeOK, "")
 		return jsonContents(req.Params.URI, string(b)), nil
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/errkinds"
 	"github.com/garraia/garra/internal/llm"
+	"github.com/garraia/garra/internal/mcppolicy"
 	"github.com/garraia/garra/internal/strictargs"
 	"github.com/garraia/garra/internal/telemetry"
 )
@@ -27,25 +28,25 @@ import (
 func (g *policy) toolDescriptors() map[string]*mcp.Tool {
 	m := g.cfg.Gateway.MCPHTTP
 	return map[string]*mcp.Tool{
-		ToolStatus: {Name: ToolStatus, Title: "Gateway status", InputSchema: statusSchema,
+		mcppolicy.ToolStatus: {Name: mcppolicy.ToolStatus, Title: "Gateway status", InputSchema: statusSchema,
 			Description: "Version, uptime, channels and how many conversations this Garra holds (garra.mcp.v1).",
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
-		ToolListChats: {Name: ToolListChats, Title: "List conversations", InputSchema: listChatsSchema,
+		mcppolicy.ToolListChats: {Name: mcppolicy.ToolListChats, Title: "List conversations", InputSchema: listChatsSchema,
 			Description: "Live conversations, newest first, optionally filtered by channel. Each row's chat field is the argument to garra_read_history (garra.mcp.v1).",
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
-		ToolReadHistory: {Name: ToolReadHistory, Title: "Read a conversation", InputSchema: readHistorySchema(m.MaxHistoryMessages),
+		mcppolicy.ToolReadHistory: {Name: mcppolicy.ToolReadHistory, Title: "Read a conversation", InputSchema: readHistorySchema(m.MaxHistoryMessages),
 			Description: "The last N messages of one conversation, secrets redacted (garra.mcp.v1 with redacted: true).",
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
-		ToolPairStatus: {Name: ToolPairStatus, Title: "Pairing status", InputSchema: pairSchema,
+		mcppolicy.ToolPairStatus: {Name: mcppolicy.ToolPairStatus, Title: "Pairing status", InputSchema: pairSchema,
 			Description: "Channel pairing and allowlist state, without pairing codes (garra.mcp.v1).",
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
-		ToolSendMessage: {Name: ToolSendMessage, Title: "Send a message", InputSchema: sendSchema,
+		mcppolicy.ToolSendMessage: {Name: mcppolicy.ToolSendMessage, Title: "Send a message", InputSchema: sendSchema,
 			Description: "Send a message on Telegram to a destination the operator approved in advance. Shares one budget of 5 sends per minute across the gateway (garra.mcp.v1).",
 			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}},
-		ToolAsk: {Name: ToolAsk, Title: "Ask the LLM", InputSchema: askSchema(g.cfg.LLM.Provider, g.cfg.LLM.Model),
+		mcppolicy.ToolAsk: {Name: mcppolicy.ToolAsk, Title: "Ask the LLM", InputSchema: askSchema(g.cfg.LLM.Provider, g.cfg.LLM.Model),
 			Description: "Ask this Garra's LLM one question; spends the owner's provider key within a per-minute budget (garra.ask.v1).",
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(true)}},
-		ToolAgent: {Name: ToolAgent, Title: "Delegate a task to the agent", InputSchema: agentSchema(m.AgentMaxSeconds, g.cfg.LLM.Provider, g.cfg.LLM.Model),
+		mcppolicy.ToolAgent: {Name: mcppolicy.ToolAgent, Title: "Delegate a task to the agent", InputSchema: agentSchema(m.AgentMaxSeconds, g.cfg.LLM.Provider, g.cfg.LLM.Model),
 			Description: "Run a task with the Garra agent and its tools in this caller's own workspace; returns the answer and a summary of every tool used (garra.agent.v1).",
 			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(true)}},
 	}
@@ -54,7 +55,7 @@ func (g *policy) toolDescriptors() map[string]*mcp.Tool {
 // newMCPServer builds the server a caller talks to: all seven tools are
 // registered (a hidden tool called by name is refused with its stable kind,
 // never "unknown"), and tools/list is filtered to what the caller may call.
-func (g *policy) newMCPServer(c Caller) *mcp.Server {
+func (g *policy) newMCPServer(c mcppolicy.Caller) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "garra-gateway", Version: g.version}, &mcp.ServerOptions{
 		Instructions: "Garra gateway: tools/list and resources/list show exactly what this caller may use; garra://policy is its own policy.",
 		Logger:       g.sdkLog,
@@ -62,11 +63,11 @@ func (g *policy) newMCPServer(c Caller) *mcp.Server {
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
 	})
 	descs := g.toolDescriptors()
-	handlers := map[string]func(context.Context, Caller, json.RawMessage) (*mcp.CallToolResult, callInfo, error){
-		ToolStatus: g.callStatus, ToolListChats: g.callListChats, ToolReadHistory: g.callReadHistory,
-		ToolPairStatus: g.callPairStatus, ToolSendMessage: g.callSend, ToolAsk: g.callAsk, ToolAgent: g.callAgent,
+	handlers := map[string]func(context.Context, mcppolicy.Caller, json.RawMessage) (*mcp.CallToolResult, callInfo, error){
+		mcppolicy.ToolStatus: g.callStatus, mcppolicy.ToolListChats: g.callListChats, mcppolicy.ToolReadHistory: g.callReadHistory,
+		mcppolicy.ToolPairStatus: g.callPairStatus, mcppolicy.ToolSendMessage: g.callSend, mcppolicy.ToolAsk: g.callAsk, mcppolicy.ToolAgent: g.callAgent,
 	}
-	for _, name := range AllTools {
+	for _, name := range mcppolicy.AllTools {
 		h := handlers[name]
 		s.AddTool(descs[name], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			ctx, cancel := g.reqCtx.CallContext(ctx, req)
@@ -78,7 +79,7 @@ func (g *policy) newMCPServer(c Caller) *mcp.Server {
 	}
 	g.addResources(s, c)
 	g.addPrompts(s, c)
-	visible := Visible(c, g.switches)
+	visible := mcppolicy.Visible(c, g.limits)
 	s.AddReceivingMiddleware(g.resourceMiddleware(c))
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -106,15 +107,15 @@ type callInfo struct {
 }
 
 // dispatch runs the pre-argument policy, the handler, and the audit line.
-func (g *policy) dispatch(ctx context.Context, c Caller, tool string, args json.RawMessage,
-	h func(context.Context, Caller, json.RawMessage) (*mcp.CallToolResult, callInfo, error)) (*mcp.CallToolResult, error) {
+func (g *policy) dispatch(ctx context.Context, c mcppolicy.Caller, tool string, args json.RawMessage,
+	h func(context.Context, mcppolicy.Caller, json.RawMessage) (*mcp.CallToolResult, callInfo, error)) (*mcp.CallToolResult, error) {
 	start := g.now()
 	var (
 		res  *mcp.CallToolResult
 		info callInfo
 		err  error
 	)
-	if kind := Refusal(c, g.switches, tool); kind != "" {
+	if kind := mcppolicy.Refusal(c, g.limits, tool); kind != "" {
 		res, info = g.refuse(tool, kind)
 	} else {
 		res, info, err = h(ctx, c, args)
@@ -151,14 +152,14 @@ func (g *policy) dispatch(ctx context.Context, c Caller, tool string, args json.
 // logs neither provider nor model nor latency, so its lines say no more
 // about the request than the stable kind does.
 func kindOnly(tool string, info callInfo) bool {
-	return tool == ToolAsk && info.outcome != audit.OutcomeOK
+	return tool == mcppolicy.ToolAsk && info.outcome != audit.OutcomeOK
 }
 
 // auditTarget is the conversation a call touches, for the audit file (which
 // writes only its pseudonym): read_history's chat, send_message's
 // destination as a conversation id. Best effort over raw arguments.
 func auditTarget(tool string, args json.RawMessage) string {
-	if tool != ToolReadHistory && tool != ToolSendMessage {
+	if tool != mcppolicy.ToolReadHistory && tool != mcppolicy.ToolSendMessage {
 		return ""
 	}
 	var a struct {
@@ -167,7 +168,7 @@ func auditTarget(tool string, args json.RawMessage) string {
 		ChatID  string `json:"chat_id"`
 	}
 	_ = json.Unmarshal(args, &a)
-	if tool == ToolReadHistory {
+	if tool == mcppolicy.ToolReadHistory {
 		return a.Chat
 	}
 	if strings.TrimSpace(a.ChatID) == "" {
@@ -183,10 +184,10 @@ func auditTarget(tool string, args json.RawMessage) string {
 func (g *policy) refuse(tool string, kind errkinds.Kind) (*mcp.CallToolResult, callInfo) {
 	info := callInfo{outcome: "refused", kind: kind}
 	switch tool {
-	case ToolAsk:
+	case mcppolicy.ToolAsk:
 		env := ask.Envelope{Error: &ask.Error{Kind: kind, Message: kind.Message()}}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: env.JSON()}}, IsError: true}, info
-	case ToolAgent:
+	case mcppolicy.ToolAgent:
 		env := agent.Envelope{ToolCalls: []agent.ToolCallSummary{}, Error: &ask.Error{Kind: kind, Message: kind.Message()}}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: env.JSON()}}, IsError: true}, info
 	}
@@ -195,22 +196,22 @@ func (g *policy) refuse(tool string, kind errkinds.Kind) (*mcp.CallToolResult, c
 
 var okInfo = callInfo{outcome: "ok"}
 
-func (g *policy) callStatus(ctx context.Context, c Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
+func (g *policy) callStatus(ctx context.Context, c mcppolicy.Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
 	if err := strictargs.Decode(raw, &noArgs{}); err != nil {
 		return nil, callInfo{}, err
 	}
-	return okResult(ToolStatus, g.statusData(ctx, c)), okInfo, nil
+	return okResult(mcppolicy.ToolStatus, g.statusData(ctx, c)), okInfo, nil
 }
 
 // statusData is garra_status's data (and garra://status's) for c. The
 // conversation count is of those in c's chat scope: an orchestrator learns
 // nothing, not even how many, about conversations it may not see.
-func (g *policy) statusData(ctx context.Context, c Caller) map[string]any {
+func (g *policy) statusData(ctx context.Context, c mcppolicy.Caller) map[string]any {
 	convs, err := g.store.Conversations(ctx, "")
 	if err != nil {
 		g.log.Error("conversation store", "error", err)
 	}
-	convs = slices.DeleteFunc(convs, func(cv chat.Conversation) bool { return !ChatInScope(c, cv.ID) })
+	convs = slices.DeleteFunc(convs, func(cv chat.Conversation) bool { return !mcppolicy.ChatInScope(c, cv.ID) })
 	channels := []map[string]any{}
 	for _, ch := range []string{chat.ChannelTelegram, chat.ChannelWeb} {
 		channels = append(channels, map[string]any{"name": ch, "online": ch == chat.ChannelWeb || g.sender.Online(ch)})
@@ -223,7 +224,7 @@ func (g *policy) statusData(ctx context.Context, c Caller) map[string]any {
 	}
 }
 
-func (g *policy) callListChats(ctx context.Context, c Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
+func (g *policy) callListChats(ctx context.Context, c mcppolicy.Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
 	var a listChatsArgs
 	if err := strictargs.Decode(raw, &a); err != nil {
 		return nil, callInfo{}, err
@@ -234,15 +235,15 @@ func (g *policy) callListChats(ctx context.Context, c Caller, raw json.RawMessag
 	}
 	rows, err := g.scopedChats(ctx, c, channel)
 	if err != nil {
-		res, info := g.refuse(ToolListChats, errkinds.Unavailable)
+		res, info := g.refuse(mcppolicy.ToolListChats, errkinds.Unavailable)
 		return res, info, nil
 	}
-	return okResult(ToolListChats, map[string]any{"chats": rows}), okInfo, nil
+	return okResult(mcppolicy.ToolListChats, map[string]any{"chats": rows}), okInfo, nil
 }
 
 // scopedChats is the conversations c may see, titles redacted (garra_list_chats
 // and garra://chats). An error means the store is unavailable (logged).
-func (g *policy) scopedChats(ctx context.Context, c Caller, channel string) ([]chat.Conversation, error) {
+func (g *policy) scopedChats(ctx context.Context, c mcppolicy.Caller, channel string) ([]chat.Conversation, error) {
 	convs, err := g.store.Conversations(ctx, channel)
 	if err != nil {
 		g.log.Error("conversation store", "error", err)
@@ -250,7 +251,7 @@ func (g *policy) scopedChats(ctx context.Context, c Caller, channel string) ([]c
 	}
 	rows := []chat.Conversation{}
 	for _, cv := range convs {
-		if ChatInScope(c, cv.ID) {
+		if mcppolicy.ChatInScope(c, cv.ID) {
 			cv.Title = g.builtinRed.String(cv.Title)
 			rows = append(rows, cv)
 		}
@@ -258,7 +259,7 @@ func (g *policy) scopedChats(ctx context.Context, c Caller, channel string) ([]c
 	return rows, nil
 }
 
-func (g *policy) callReadHistory(ctx context.Context, c Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
+func (g *policy) callReadHistory(ctx context.Context, c mcppolicy.Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
 	var a readHistoryArgs
 	if err := strictargs.Decode(raw, &a); err != nil {
 		return nil, callInfo{}, err
@@ -276,18 +277,18 @@ func (g *policy) callReadHistory(ctx context.Context, c Caller, raw json.RawMess
 	}
 	msgs, kind := g.scopedHistory(ctx, c, *a.Chat, limit)
 	if kind != "" {
-		res, info := g.refuse(ToolReadHistory, kind)
+		res, info := g.refuse(mcppolicy.ToolReadHistory, kind)
 		return res, info, nil
 	}
-	return okResult(ToolReadHistory, map[string]any{"messages": msgs, "redacted": true}), okInfo, nil
+	return okResult(mcppolicy.ToolReadHistory, map[string]any{"messages": msgs, "redacted": true}), okInfo, nil
 }
 
 // scopedHistory is the last limit messages of conversation id, redacted,
 // for c (garra_read_history and garra://chats/{chat}); kind is not_found or
 // unavailable on failure. Out of scope reads exactly like missing: no
 // existence oracle.
-func (g *policy) scopedHistory(ctx context.Context, c Caller, id string, limit int) ([]chat.Message, errkinds.Kind) {
-	if !ChatInScope(c, id) {
+func (g *policy) scopedHistory(ctx context.Context, c mcppolicy.Caller, id string, limit int) ([]chat.Message, errkinds.Kind) {
+	if !mcppolicy.ChatInScope(c, id) {
 		return nil, errkinds.NotFound
 	}
 	msgs, err := g.store.History(ctx, id, limit)
@@ -307,23 +308,23 @@ func (g *policy) scopedHistory(ctx context.Context, c Caller, id string, limit i
 	return msgs, ""
 }
 
-func (g *policy) callPairStatus(ctx context.Context, _ Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
+func (g *policy) callPairStatus(ctx context.Context, _ mcppolicy.Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
 	if err := strictargs.Decode(raw, &noArgs{}); err != nil {
 		return nil, callInfo{}, err
 	}
 	st, err := g.store.Pairing(ctx)
 	if err != nil {
 		g.log.Error("pairing store", "error", err)
-		res, info := g.refuse(ToolPairStatus, errkinds.Unavailable)
+		res, info := g.refuse(mcppolicy.ToolPairStatus, errkinds.Unavailable)
 		return res, info, nil
 	}
 	if st == nil {
 		st = []chat.PairStatus{}
 	}
-	return okResult(ToolPairStatus, map[string]any{"channels": st}), okInfo, nil
+	return okResult(mcppolicy.ToolPairStatus, map[string]any{"channels": st}), okInfo, nil
 }
 
-func (g *policy) callSend(ctx context.Context, c Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
+func (g *policy) callSend(ctx context.Context, c mcppolicy.Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
 	var a sendArgs
 	if err := strictargs.Decode(raw, &a); err != nil {
 		return nil, callInfo{}, err
@@ -341,10 +342,10 @@ func (g *policy) callSend(ctx context.Context, c Caller, raw json.RawMessage) (*
 		return nil, callInfo{}, errors.New("text: at most 4096 characters")
 	}
 	refuse := func(kind errkinds.Kind) (*mcp.CallToolResult, callInfo, error) {
-		res, info := g.refuse(ToolSendMessage, kind)
+		res, info := g.refuse(mcppolicy.ToolSendMessage, kind)
 		return res, info, nil
 	}
-	if kind := SendTargetRefusal(c, channel, strings.TrimSpace(*a.ChatID), g.cfg.Channels.Telegram.ProactiveChatIDs); kind != "" {
+	if kind := mcppolicy.SendTargetRefusal(c, channel, strings.TrimSpace(*a.ChatID), g.cfg.Channels.Telegram.ProactiveChatIDs); kind != "" {
 		return refuse(kind)
 	}
 	if !g.sender.Online(channel) {
@@ -355,7 +356,7 @@ func (g *policy) callSend(ctx context.Context, c Caller, raw json.RawMessage) (*
 		// Every check above ran; nothing is sent and the budget is only
 		// read. Echoing the destination is safe here: it is approved and
 		// in the caller's scope, and the caller named it.
-		return okResult(ToolSendMessage, map[string]any{
+		return okResult(mcppolicy.ToolSendMessage, map[string]any{
 			"dry_run": true, "delivered": false, "channel": channel, "chat_id": chatID,
 			"chat": chat.ConvID(channel, chatID), "text": text, "send_budget_remaining": g.sendBudget.Remaining(),
 		}), callInfo{outcome: audit.OutcomeOK, dryRun: true}, nil
@@ -368,7 +369,7 @@ func (g *policy) callSend(ctx context.Context, c Caller, raw json.RawMessage) (*
 		g.log.Warn("send failed", "caller", c.Name, "channel", channel, "error", err)
 		return refuse(errkinds.DeliveryFailed)
 	}
-	return okResult(ToolSendMessage, map[string]any{"delivered": true, "channel": channel}), okInfo, nil
+	return okResult(mcppolicy.ToolSendMessage, map[string]any{"delivered": true, "channel": channel}), okInfo, nil
 }
 
 // commonLLMArgs validates what garra_ask and garra_agent share. Provider
@@ -389,7 +390,7 @@ func (g *policy) commonLLMArgs(a askArgs) (ask.Request, error) {
 	return g.askCore.Normalize(req)
 }
 
-func (g *policy) callAsk(ctx context.Context, _ Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
+func (g *policy) callAsk(ctx context.Context, _ mcppolicy.Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
 	var a askArgs
 	if err := strictargs.Decode(raw, &a); err != nil {
 		return nil, callInfo{}, err
@@ -404,12 +405,12 @@ func (g *policy) callAsk(ctx context.Context, _ Caller, raw json.RawMessage) (*m
 	if a.TimeoutSecs != nil {
 		req.TimeoutSecs = *a.TimeoutSecs
 	}
-	if !ModelAllowed(g.cfg.Gateway.MCPHTTP.AskAllowedModels, g.cfg.LLM.Model, req.Model) {
-		res, info := g.refuse(ToolAsk, errkinds.ModelNotAllowed)
+	if !mcppolicy.ModelAllowed(g.cfg.Gateway.MCPHTTP.AskAllowedModels, g.cfg.LLM.Model, req.Model) {
+		res, info := g.refuse(mcppolicy.ToolAsk, errkinds.ModelNotAllowed)
 		return res, info, nil
 	}
 	if !g.askBudget.Take() {
-		res, info := g.refuse(ToolAsk, errkinds.OverBudget)
+		res, info := g.refuse(mcppolicy.ToolAsk, errkinds.OverBudget)
 		return res, info, nil
 	}
 	env := g.askCore.Ask(ctx, req)
@@ -422,7 +423,7 @@ func (g *policy) callAsk(ctx context.Context, _ Caller, raw json.RawMessage) (*m
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: env.JSON()}}, IsError: !env.OK}, info, nil
 }
 
-func (g *policy) callAgent(ctx context.Context, c Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
+func (g *policy) callAgent(ctx context.Context, c mcppolicy.Caller, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
 	var a askArgs
 	if err := strictargs.Decode(raw, &a); err != nil {
 		return nil, callInfo{}, err
@@ -440,12 +441,12 @@ func (g *policy) callAgent(ctx context.Context, c Caller, raw json.RawMessage) (
 	if err != nil {
 		return nil, callInfo{}, err
 	}
-	if !ModelAllowed(g.cfg.Gateway.MCPHTTP.AskAllowedModels, g.cfg.LLM.Model, req.Model) {
-		res, info := g.refuse(ToolAgent, errkinds.ModelNotAllowed)
+	if !mcppolicy.ModelAllowed(g.cfg.Gateway.MCPHTTP.AskAllowedModels, g.cfg.LLM.Model, req.Model) {
+		res, info := g.refuse(mcppolicy.ToolAgent, errkinds.ModelNotAllowed)
 		return res, info, nil
 	}
 	if !g.agentBudget.Take() {
-		res, info := g.refuse(ToolAgent, errkinds.OverBudget)
+		res, info := g.refuse(mcppolicy.ToolAgent, errkinds.OverBudget)
 		return res, info, nil
 	}
 	env := g.runAgent(ctx, c, req, time.Duration(timeout)*time.Second)

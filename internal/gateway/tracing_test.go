@@ -12,6 +12,7 @@ import (
 
 	"github.com/garraia/garra/internal/errkinds"
 	"github.com/garraia/garra/internal/gateway"
+	"github.com/garraia/garra/internal/mcppolicy"
 	"github.com/garraia/garra/internal/sandbox"
 	"github.com/garraia/garra/internal/telemetry"
 	"github.com/garraia/garra/test/fakes/llmdouble"
@@ -286,7 +287,7 @@ func BenchmarkTracingOverhead(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer func() { _ = shutdown(context.Background()) }()
-	body := benchCallBody(gateway.ToolStatus)
+	body := benchCallBody(mcppolicy.ToolStatus)
 	benchPosts(b, []benchLeg{
 		{"traced", benchGatewayHandler(b, true, func(o *gateway.Options) { o.TracerProvider = tp }), body},
 		{"untraced", benchGatewayHandler(b, true), body},

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/garraia/garra/internal/mcppolicy"
 	"github.com/garraia/garra/internal/sandboxz"
 	"github.com/garraia/garra/internal/toolchain"
 	"github.com/garraia/garra/internal/tools"
@@ -160,7 +161,7 @@ func (g *Gateway) verifySandboxes(ctx context.Context) {
 	}
 }
 
-func (g *Gateway) verifyOne(ctx context.Context, p *policy, c Caller) sandboxz.Verdict {
+func (g *Gateway) verifyOne(ctx context.Context, p *policy, c mcppolicy.Caller) sandboxz.Verdict {
 	ctx, cancel := context.WithTimeout(ctx, verifyTimeout)
 	defer cancel()
 	token, err := c.Sandbox.Token(p.getenv)

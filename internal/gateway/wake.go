@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/mcppolicy"
 	"github.com/garraia/garra/internal/sandboxz"
 	"github.com/garraia/garra/internal/tools"
 )
@@ -126,7 +127,7 @@ var errWake = errors.New("the sandbox could not be woken")
 
 // wakeSandbox marks c's call and, when its sandbox was asleep, waits until
 // it answers, within ctx. Without a wake entry it does nothing.
-func (g *policy) wakeSandbox(ctx context.Context, c Caller, token string) error {
+func (g *policy) wakeSandbox(ctx context.Context, c mcppolicy.Caller, token string) error {
 	if c.Sandbox == nil || c.Sandbox.Wake == nil {
 		return nil
 	}

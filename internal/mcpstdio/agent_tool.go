@@ -11,17 +11,11 @@ import (
 
 	"github.com/garraia/garra/internal/agent"
 	"github.com/garraia/garra/internal/errkinds"
+	"github.com/garraia/garra/internal/mcppolicy"
 	"github.com/garraia/garra/internal/strictargs"
 )
 
 const agentToolName = "garra_agent"
-
-// Bounds of garra_agent's timeout_secs (spec: [5, 1800], default 300).
-const (
-	agentMinTimeoutSecs     = 5
-	agentDefaultTimeoutSecs = 300
-	agentMaxTimeoutSecs     = 1800
-)
 
 // AgentRunner runs one garra_agent call. It is built outside this package
 // (agent.LocalRunner) so that the dispatcher constructs no tool. An error
@@ -69,7 +63,7 @@ func (d *dispatcher) agentCall(raw json.RawMessage) (agent.Call, error) {
 	if err := strictargs.Decode(raw, &a); err != nil {
 		return agent.Call{}, err
 	}
-	timeout, err := d.o.Policy.EffectiveTimeout(deref(a.TimeoutSecs), agentMinTimeoutSecs, agentDefaultTimeoutSecs, agentMaxTimeoutSecs, a.TimeoutSecs != nil)
+	timeout, err := mcppolicy.Timeout(mcppolicy.LocalUser(), d.limits(), mcppolicy.ToolAgent, a.TimeoutSecs)
 	if err != nil {
 		return agent.Call{}, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/errkinds"
+	"github.com/garraia/garra/internal/mcppolicy"
 	"github.com/garraia/garra/internal/strictargs"
 )
 
@@ -81,7 +82,7 @@ func (d *dispatcher) commonRequest(a askArgs) (ask.Request, error) {
 	if a.Model != nil && *a.Model == "" {
 		return req, fmt.Errorf("model: must not be empty")
 	}
-	timeout, err := d.o.Policy.EffectiveTimeout(deref(a.TimeoutSecs), ask.MinTimeoutSecs, ask.DefaultTimeoutSecs, ask.MaxTimeoutSecs, a.TimeoutSecs != nil)
+	timeout, err := mcppolicy.Timeout(mcppolicy.LocalUser(), d.limits(), mcppolicy.ToolAsk, a.TimeoutSecs)
 	if err != nil {
 		return req, err
 	}
@@ -89,8 +90,8 @@ func (d *dispatcher) commonRequest(a askArgs) (ask.Request, error) {
 	if req, err = d.o.Asker.Normalize(req); err != nil {
 		return req, err
 	}
-	if !d.o.Policy.ModelAllowed(req.Model) {
-		return req, fmt.Errorf("model: %q is not in %s", req.Model, EnvModelAllowlist)
+	if err := mcppolicy.CheckModel(mcppolicy.LocalUser(), d.limits(), req.Model); err != nil {
+		return req, err
 	}
 	return req, nil
 }

@@ -3,7 +3,7 @@ package mcpstdio
 import (
 	"encoding/json"
 
-	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/mcppolicy"
 )
 
 // Defaults are what a call that names no provider or model gets: the
@@ -22,19 +22,12 @@ type schemaDefaults struct {
 	TimeoutSecs int
 }
 
-// schemaDefaults renders the defaults for a tool whose timeout_secs has
-// schemaDefault and schemaMax: an omitted timeout gets min(schema default,
-// operator cap), exactly what EffectiveTimeout gives the call.
-func (d *dispatcher) schemaDefaults(schemaDefault, schemaMax int) schemaDefaults {
-	s := schemaDefaults{Provider: d.o.Defaults.Provider, Model: d.o.Defaults.Model,
-		TimeoutSecs: min(schemaDefault, d.o.Policy.TimeoutCap(schemaMax))}
-	if s.Provider == "" {
-		s.Provider = config.DefaultProvider
-	}
-	if s.Model == "" {
-		s.Model = config.DefaultModel
-	}
-	return s
+// schemaDefaults renders the defaults of tool: an omitted timeout gets
+// min(schema default, operator cap), exactly what the call is given.
+func (d *dispatcher) schemaDefaults(tool string) schemaDefaults {
+	l := d.limits()
+	return schemaDefaults{Provider: l.DefaultProvider, Model: l.DefaultModel,
+		TimeoutSecs: mcppolicy.TimeoutBounds(mcppolicy.LocalUser(), l, tool).Default}
 }
 
 // jsonString is s as a JSON string literal, for the schema templates.

@@ -13,11 +13,12 @@ import (
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/llm"
+	"github.com/garraia/garra/internal/mcppolicy"
 )
 
 // serverWith connects a client to a server whose asker runs on cfg, with
 // the tools' defaults taken from the same cfg, as `garra mcp-server` does.
-func serverWith(t *testing.T, cfg *config.Config, policy Policy, prov *recordingProvider) *mcp.ClientSession {
+func serverWith(t *testing.T, cfg *config.Config, policy mcppolicy.Stdio, prov *recordingProvider) *mcp.ClientSession {
 	t.Helper()
 	core := &ask.Core{Config: cfg, Getenv: func(string) string { return "test-key" },
 		NewProvider: func(llm.Options) (llm.Provider, error) { return prov, nil }}
@@ -64,8 +65,8 @@ func schemaProps(t *testing.T, cs *mcp.ClientSession) map[string]map[string]map[
 func TestSchemasWithBuiltInDefaultsAreGolden(t *testing.T) {
 	d := &dispatcher{o: Options{}}
 	for name, got := range map[string]json.RawMessage{
-		"garra_ask":   askInputSchema(d.schemaDefaults(ask.DefaultTimeoutSecs, ask.MaxTimeoutSecs)),
-		"garra_agent": agentInputSchema(d.schemaDefaults(agentDefaultTimeoutSecs, agentMaxTimeoutSecs)),
+		"garra_ask":   askInputSchema(d.schemaDefaults(mcppolicy.ToolAsk)),
+		"garra_agent": agentInputSchema(d.schemaDefaults(mcppolicy.ToolAgent)),
 	} {
 		path := filepath.Join("testdata", name+".schema.json")
 		if os.Getenv("UPDATE_GOLDEN") != "" {
@@ -92,17 +93,17 @@ func TestToolsListAdvertisesTheDefaultsInForce(t *testing.T) {
 	tests := []struct {
 		name                  string
 		yaml                  string
-		policy                Policy
+		policy                mcppolicy.Stdio
 		provider, model       string
 		askTimeout, agentTime float64
 		lowCostDoc            bool
 	}{
-		{"built-in", "", Policy{EnableTools: true}, "openrouter", "z-ai/glm-5.3-flash", 60, 300, true},
-		{"configured model", "llm: {model: anthropic/claude-sonnet-4}", Policy{EnableTools: true}, "openrouter", "anthropic/claude-sonnet-4", 60, 300, false},
-		{"configured provider and model", "llm: {provider: ollama, model: llama3.2}", Policy{EnableTools: true}, "ollama", "llama3.2", 60, 300, false},
-		{"alias as the provider", "llm: {provider: homelab, model: qwen3, aliases: {homelab: {provider: ollama}}}", Policy{EnableTools: true}, "homelab", "qwen3", 60, 300, false},
-		{"operator cap below the defaults", "", Policy{EnableTools: true, MaxTimeoutSecs: 30}, "openrouter", "z-ai/glm-5.3-flash", 30, 30, true},
-		{"operator cap between the defaults", "", Policy{EnableTools: true, MaxTimeoutSecs: 120}, "openrouter", "z-ai/glm-5.3-flash", 60, 120, true},
+		{"built-in", "", mcppolicy.Stdio{EnableTools: true}, "openrouter", "z-ai/glm-5.3-flash", 60, 300, true},
+		{"configured model", "llm: {model: anthropic/claude-sonnet-4}", mcppolicy.Stdio{EnableTools: true}, "openrouter", "anthropic/claude-sonnet-4", 60, 300, false},
+		{"configured provider and model", "llm: {provider: ollama, model: llama3.2}", mcppolicy.Stdio{EnableTools: true}, "ollama", "llama3.2", 60, 300, false},
+		{"alias as the provider", "llm: {provider: homelab, model: qwen3, aliases: {homelab: {provider: ollama}}}", mcppolicy.Stdio{EnableTools: true}, "homelab", "qwen3", 60, 300, false},
+		{"operator cap below the defaults", "", mcppolicy.Stdio{EnableTools: true, MaxTimeoutSecs: 30}, "openrouter", "z-ai/glm-5.3-flash", 30, 30, true},
+		{"operator cap between the defaults", "", mcppolicy.Stdio{EnableTools: true, MaxTimeoutSecs: 120}, "openrouter", "z-ai/glm-5.3-flash", 60, 120, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/garraia/garra/internal/agent"
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/mcppolicy"
 	"github.com/garraia/garra/internal/mcpstdio"
 	"github.com/garraia/garra/test/golden"
 )
@@ -32,11 +33,11 @@ func (idleAgent) RunAgent(context.Context, agent.Call) (agent.Envelope, error) {
 func TestSurfaceGolden(t *testing.T) {
 	cases := map[string]mcpstdio.Options{
 		"stdio-default": {},
-		"stdio-tools":   {Policy: mcpstdio.Policy{EnableTools: true}, Agent: idleAgent{}, FileRoots: 1},
-		"stdio-tools-configured": {Policy: mcpstdio.Policy{EnableTools: true, MaxTimeoutSecs: 45, ModelAllowlist: []string{"m1"}},
+		"stdio-tools":   {Policy: mcppolicy.Stdio{EnableTools: true}, Agent: idleAgent{}, FileRoots: 1},
+		"stdio-tools-configured": {Policy: mcppolicy.Stdio{EnableTools: true, MaxTimeoutSecs: 45, ModelAllowlist: []string{"m1"}},
 			Agent: idleAgent{}, Defaults: mcpstdio.Defaults{Provider: "ollama", Model: "m1"}},
 		// Tools enabled but no agent to run them: garra_agent stays hidden.
-		"stdio-tools-no-agent": {Policy: mcpstdio.Policy{EnableTools: true}},
+		"stdio-tools-no-agent": {Policy: mcppolicy.Stdio{EnableTools: true}},
 	}
 	methods := []string{"tools/list", "resources/list", "resources/templates/list", "prompts/list"}
 	for name, o := range cases {

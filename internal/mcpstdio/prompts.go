@@ -6,6 +6,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/mcppolicy"
 	"github.com/garraia/garra/internal/mcpprompts"
 )
 
@@ -30,8 +31,8 @@ func (d *dispatcher) addPrompts(s *mcp.Server) {
 		return mcpprompts.OnboardResult(in), nil
 	})
 	if d.agentEnabled() {
-		capSecs := d.o.Policy.TimeoutCap(agentMaxTimeoutSecs)
-		b := mcpprompts.AgentBounds{Min: agentMinTimeoutSecs, Default: min(agentDefaultTimeoutSecs, capSecs), Max: capSecs}
+		t := mcppolicy.TimeoutBounds(mcppolicy.LocalUser(), d.limits(), mcppolicy.ToolAgent)
+		b := mcpprompts.AgentBounds{Min: t.Min, Default: t.Default, Max: t.Cap}
 		s.AddPrompt(mcpprompts.DelegatePrompt(b), func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			in, err := mcpprompts.ParseDelegate(req.Params.Arguments, b)
 			if err != nil {

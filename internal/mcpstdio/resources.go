@@ -9,9 +9,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/audit"
 	"github.com/garraia/garra/internal/errkinds"
+	"github.com/garraia/garra/internal/mcppolicy"
 )
 
 // ResourcePolicy is the stdio server's one resource: the operator knobs in
@@ -50,10 +50,10 @@ func (d *dispatcher) policyView() PolicyView {
 		ToolsEnabled:   p.EnableTools,
 		ModelAllowlist: append([]string{}, p.ModelAllowlist...),
 		MaxTimeoutSecs: p.MaxTimeoutSecs,
-		TimeoutCaps:    map[string]int{askToolName: p.TimeoutCap(ask.MaxTimeoutSecs)},
+		TimeoutCaps:    map[string]int{askToolName: mcppolicy.TimeoutBounds(mcppolicy.LocalUser(), d.limits(), mcppolicy.ToolAsk).Cap},
 	}
 	if d.agentEnabled() {
-		v.TimeoutCaps[agentToolName] = p.TimeoutCap(agentMaxTimeoutSecs)
+		v.TimeoutCaps[agentToolName] = mcppolicy.TimeoutBounds(mcppolicy.LocalUser(), d.limits(), mcppolicy.ToolAgent).Cap
 		n := d.o.FileRoots
 		v.AllowedDirs = &n
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/audit"
 	"github.com/garraia/garra/internal/errkinds"
+	"github.com/garraia/garra/internal/mcppolicy"
 )
 
 // ServerName is the MCP implementation name reported at initialize.
@@ -34,7 +35,7 @@ type Options struct {
 	// Agent runs garra_agent; it is registered only when Policy.EnableTools
 	// is set and Agent is not nil.
 	Agent  AgentRunner
-	Policy Policy
+	Policy mcppolicy.Stdio
 	// Logger receives the boot line and one audit line per call; it must
 	// write to stderr through the redactor.
 	Logger *slog.Logger
@@ -69,9 +70,9 @@ func New(o Options) *mcp.Server {
 		Logger:       o.Logger,
 	})
 	d := &dispatcher{o: o, tools: []string{askToolName}}
-	s.AddTool(askTool(d.schemaDefaults(ask.DefaultTimeoutSecs, ask.MaxTimeoutSecs)), d.handleAsk)
+	s.AddTool(askTool(d.schemaDefaults(mcppolicy.ToolAsk)), d.handleAsk)
 	if d.agentEnabled() {
-		s.AddTool(agentTool(d.schemaDefaults(agentDefaultTimeoutSecs, agentMaxTimeoutSecs)), d.handleAgent)
+		s.AddTool(agentTool(d.schemaDefaults(mcppolicy.ToolAgent)), d.handleAgent)
 		d.tools = append(d.tools, agentToolName)
 	}
 	d.addResources(s)
@@ -88,7 +89,15 @@ type dispatcher struct {
 	tools []string // the registered tools, in tools/list order
 }
 
-func (d *dispatcher) agentEnabled() bool { return d.o.Policy.EnableTools && d.o.Agent != nil }
+func (d *dispatcher) agentEnabled() bool {
+	return mcppolicy.CanCall(mcppolicy.LocalUser(), d.limits(), mcppolicy.ToolAgent)
+}
+
+// limits are the stdio limits in force, with the defaults a call gets.
+func (d *dispatcher) limits() mcppolicy.Limits {
+	return mcppolicy.Limits{Stdio: d.o.Policy, HasAgent: d.o.Agent != nil,
+		DefaultProvider: d.o.Defaults.Provider, DefaultModel: d.o.Defaults.Model}.WithDefaults()
+}
 
 // audit writes the audit lines for one call, to stderr and to the audit
 // file: never the prompt or the answer.

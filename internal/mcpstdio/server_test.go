@@ -14,6 +14,7 @@ import (
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/llm"
+	"github.com/garraia/garra/internal/mcppolicy"
 	"github.com/garraia/garra/internal/strictargs"
 )
 
@@ -44,7 +45,7 @@ func (p *recordingProvider) calls() int {
 	return len(p.reqs)
 }
 
-func connect(t *testing.T, policy Policy, prov *recordingProvider) *mcp.ClientSession {
+func connect(t *testing.T, policy mcppolicy.Stdio, prov *recordingProvider) *mcp.ClientSession {
 	t.Helper()
 	cfg, err := config.Parse([]byte("llm:\n  aliases:\n    local: {provider: ollama}\n"))
 	if err != nil {
@@ -72,7 +73,7 @@ func connect(t *testing.T, policy Policy, prov *recordingProvider) *mcp.ClientSe
 
 func TestAskSuccessEnvelope(t *testing.T) {
 	prov := &recordingProvider{reply: "forty-two"}
-	cs := connect(t, Policy{}, prov)
+	cs := connect(t, mcppolicy.Stdio{}, prov)
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "garra_ask", Arguments: map[string]any{"message": "  what?  "}})
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +100,7 @@ func TestAskSuccessEnvelope(t *testing.T) {
 
 func TestAskProviderFailureIsToolError(t *testing.T) {
 	prov := &recordingProvider{err: &llm.ProviderError{Kind: llm.KindOpenRouter, StatusCode: 401, Message: "bad key sk-or-v1-0123456789abcdef0123456789abcdef0123456789abcdef"}}
-	cs := connect(t, Policy{}, prov)
+	cs := connect(t, mcppolicy.Stdio{}, prov)
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "garra_ask", Arguments: map[string]any{"message": "hi"}})
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +113,7 @@ func TestAskProviderFailureIsToolError(t *testing.T) {
 
 func TestAskTimeoutIsToolError(t *testing.T) {
 	prov := &recordingProvider{err: context.DeadlineExceeded}
-	cs := connect(t, Policy{}, prov)
+	cs := connect(t, mcppolicy.Stdio{}, prov)
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "garra_ask", Arguments: map[string]any{"message": "hi", "timeout_secs": 1}})
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +127,7 @@ func TestAskDefaultTimeoutUnderCap(t *testing.T) {
 	prov := &recordingProvider{}
 	cfg := config.Default()
 	core := &ask.Core{Config: cfg, Getenv: func(string) string { return "k" }, NewProvider: func(llm.Options) (llm.Provider, error) { return prov, nil }}
-	d := &dispatcher{o: Options{Asker: core, Policy: Policy{MaxTimeoutSecs: 7}}}
+	d := &dispatcher{o: Options{Asker: core, Policy: mcppolicy.Stdio{MaxTimeoutSecs: 7}}}
 	req, err := d.askRequest(json.RawMessage(`{"message":"x"}`))
 	if err != nil || req.TimeoutSecs != 7 {
 		t.Fatalf("timeout = %d, %v; want 7 (min(60, cap))", req.TimeoutSecs, err)
@@ -137,26 +138,26 @@ func TestAskInvalidParams(t *testing.T) {
 	big := strings.Repeat("a", 64<<10+1)
 	tests := []struct {
 		name   string
-		policy Policy
+		policy mcppolicy.Stdio
 		args   any
 		field  string
 	}{
-		{"unknown field", Policy{}, map[string]any{"message": "x", "extra": 1}, "extra"},
-		{"missing message", Policy{}, map[string]any{}, "message"},
-		{"empty message", Policy{}, map[string]any{"message": "   "}, "message"},
-		{"message too long", Policy{}, map[string]any{"message": big}, "message"},
-		{"message wrong type", Policy{}, map[string]any{"message": 5}, "message"},
-		{"timeout wrong type", Policy{}, map[string]any{"message": "x", "timeout_secs": "10"}, "timeout_secs"},
-		{"timeout fractional", Policy{}, map[string]any{"message": "x", "timeout_secs": 1.5}, "timeout_secs"},
-		{"timeout zero", Policy{}, map[string]any{"message": "x", "timeout_secs": 0}, "timeout_secs"},
-		{"timeout above schema", Policy{}, map[string]any{"message": "x", "timeout_secs": 601}, "timeout_secs"},
-		{"timeout above cap", Policy{MaxTimeoutSecs: 10}, map[string]any{"message": "x", "timeout_secs": 11}, "timeout_secs"},
-		{"system prompt too long", Policy{}, map[string]any{"message": "x", "system_prompt": strings.Repeat("s", 8<<10+1)}, "system_prompt"},
-		{"provider not in enum", Policy{}, map[string]any{"message": "x", "provider": "gemini"}, "provider"},
-		{"provider empty", Policy{}, map[string]any{"message": "x", "provider": ""}, "provider"},
-		{"model outside allowlist", Policy{ModelAllowlist: []string{"a"}}, map[string]any{"message": "x", "model": "openrouter/auto"}, "model"},
-		{"default model outside allowlist", Policy{ModelAllowlist: []string{"a"}}, map[string]any{"message": "x"}, "model"},
-		{"arguments not an object", Policy{}, []any{1}, "arguments"},
+		{"unknown field", mcppolicy.Stdio{}, map[string]any{"message": "x", "extra": 1}, "extra"},
+		{"missing message", mcppolicy.Stdio{}, map[string]any{}, "message"},
+		{"empty message", mcppolicy.Stdio{}, map[string]any{"message": "   "}, "message"},
+		{"message too long", mcppolicy.Stdio{}, map[string]any{"message": big}, "message"},
+		{"message wrong type", mcppolicy.Stdio{}, map[string]any{"message": 5}, "message"},
+		{"timeout wrong type", mcppolicy.Stdio{}, map[string]any{"message": "x", "timeout_secs": "10"}, "timeout_secs"},
+		{"timeout fractional", mcppolicy.Stdio{}, map[string]any{"message": "x", "timeout_secs": 1.5}, "timeout_secs"},
+		{"timeout zero", mcppolicy.Stdio{}, map[string]any{"message": "x", "timeout_secs": 0}, "timeout_secs"},
+		{"timeout above schema", mcppolicy.Stdio{}, map[string]any{"message": "x", "timeout_secs": 601}, "timeout_secs"},
+		{"timeout above cap", mcppolicy.Stdio{MaxTimeoutSecs: 10}, map[string]any{"message": "x", "timeout_secs": 11}, "timeout_secs"},
+		{"system prompt too long", mcppolicy.Stdio{}, map[string]any{"message": "x", "system_prompt": strings.Repeat("s", 8<<10+1)}, "system_prompt"},
+		{"provider not in enum", mcppolicy.Stdio{}, map[string]any{"message": "x", "provider": "gemini"}, "provider"},
+		{"provider empty", mcppolicy.Stdio{}, map[string]any{"message": "x", "provider": ""}, "provider"},
+		{"model outside allowlist", mcppolicy.Stdio{ModelAllowlist: []string{"a"}}, map[string]any{"message": "x", "model": "openrouter/auto"}, "model"},
+		{"default model outside allowlist", mcppolicy.Stdio{ModelAllowlist: []string{"a"}}, map[string]any{"message": "x"}, "model"},
+		{"arguments not an object", mcppolicy.Stdio{}, []any{1}, "arguments"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -179,7 +180,7 @@ func TestAskInvalidParams(t *testing.T) {
 
 func TestAskAcceptsAliasAndAllowedModel(t *testing.T) {
 	prov := &recordingProvider{reply: "ok"}
-	cs := connect(t, Policy{ModelAllowlist: []string{"llama3"}}, prov)
+	cs := connect(t, mcppolicy.Stdio{ModelAllowlist: []string{"llama3"}}, prov)
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "garra_ask", Arguments: map[string]any{"message": "x", "provider": "local", "model": "llama3"}})
 	if err != nil || res.IsError {
 		t.Fatalf("res=%+v err=%v", res, err)
@@ -190,7 +191,7 @@ func TestAskAcceptsAliasAndAllowedModel(t *testing.T) {
 }
 
 func TestToolsListExactSchema(t *testing.T) {
-	cs := connect(t, Policy{}, &recordingProvider{})
+	cs := connect(t, mcppolicy.Stdio{}, &recordingProvider{})
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
