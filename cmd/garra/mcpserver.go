@@ -12,6 +12,7 @@ import (
 	"github.com/garraia/garra/internal/audit"
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/mcppolicy"
+	"github.com/garraia/garra/internal/mcpserver"
 	"github.com/garraia/garra/internal/mcpstdio"
 	"github.com/garraia/garra/internal/redact"
 	"github.com/garraia/garra/internal/telemetry"
@@ -64,17 +65,16 @@ Operator limits, read once at start:
 			core := &ask.Core{Config: cfg, Redactor: red, Getenv: o.getenv, Retries: ask.DefaultRetries, TracerProvider: tp}
 			auditLog := newAuditLog(cfg, log)
 			defer closeLogged(log, "audit log", auditLog)
-			opts := mcpstdio.Options{Version: version, Asker: core, Policy: policy, Logger: log, Audit: auditLog,
-				Defaults: mcpstdio.Defaults{Provider: cfg.LLM.Provider, Model: cfg.LLM.Model}}
+			opts := mcpserver.Options{Caller: mcppolicy.LocalUser(), Version: version, Ask: core, Logger: log, Audit: auditLog,
+				Limits: mcppolicy.Limits{Stdio: policy, DefaultProvider: cfg.LLM.Provider, DefaultModel: cfg.LLM.Model}}
 			if tp != nil {
 				opts.Middleware = []mcp.Middleware{telemetry.ServerMiddleware(tp, telemetry.TransportPipe)}
-				opts.RecordKind = telemetry.RecordErrorKind
 			}
 			if policy.EnableTools {
 				la := newLocalAgent(cfg, core, red, o.getenv, log)
 				opts.Agent, opts.FileRoots = la, len(la.Jail.Roots())
 			}
-			server := mcpstdio.New(opts)
+			server := mcpserver.New(opts)
 			log.Info("garra mcp-server starting", "config", configLabel(src.Path), "policy", policy.String(),
 				"provider", cfg.LLM.Provider, "audit", auditLog.Path(), "pid", os.Getpid())
 			return server.Run(cmd.Context(), &mcpstdio.Transport{In: cmd.InOrStdin(), Out: cmd.OutOrStdout()})

@@ -1,8 +1,7 @@
-// Package mcpprompts renders the MCP prompts that both Garra servers offer
-// (onboard_orchestrator and delegate_task; diagnose_gateway is the
-// gateway's own). It lives apart from both servers so that the stdio
-// dispatcher and the HTTP gateway share one text and one argument check
-// without either importing the other. Prompts only render text from their
+// Package mcpprompts renders the MCP prompts of the Garra servers
+// (onboard_orchestrator and delegate_task on both surfaces; diagnose_gateway
+// on the gateway's). It keeps the prompts' texts and argument checks apart
+// from the server that registers them. Prompts only render text from their
 // arguments: they read no state and spend nothing.
 //
 // Prompt arguments are strings (MCP says so). Every argument is checked:

@@ -1,3 +1,8 @@
+// Package mcpstdio is the stdio transport of `garra mcp-server`: the
+// newline-delimited JSON-RPC of an MCP host over stdin and stdout, which
+// answers lines that are not JSON-RPC and holds end of input until every
+// request has its reply. The server it carries is mcpserver's, built for
+// the local user.
 package mcpstdio
 
 import (

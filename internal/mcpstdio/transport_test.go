@@ -16,6 +16,8 @@ import (
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/errkinds"
 	"github.com/garraia/garra/internal/llm"
+	"github.com/garraia/garra/internal/mcppolicy"
+	"github.com/garraia/garra/internal/mcpserver"
 )
 
 const initLine = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`
@@ -52,23 +54,23 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func testServer(t *testing.T, delay time.Duration) *Options {
+func testServer(t *testing.T, delay time.Duration) *mcpserver.Options {
 	t.Helper()
 	core := &ask.Core{
 		Config:      config.Default(),
 		Getenv:      func(string) string { return "test-key" },
 		NewProvider: func(llm.Options) (llm.Provider, error) { return slowProvider{delay}, nil },
 	}
-	return &Options{Version: "test", Asker: core}
+	return &mcpserver.Options{Version: "test", Caller: mcppolicy.LocalUser(), Ask: core}
 }
 
 // serve runs the server over in until it returns, and gives its stdout.
-func serve(t *testing.T, o *Options, in io.Reader, limit int) (string, error) {
+func serve(t *testing.T, o *mcpserver.Options, in io.Reader, limit int) (string, error) {
 	t.Helper()
 	out := &syncBuffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	err := New(*o).Run(ctx, &Transport{In: in, Out: out, MaxLineLength: limit})
+	err := mcpserver.New(*o).Run(ctx, &Transport{In: in, Out: out, MaxLineLength: limit})
 	if ctx.Err() != nil {
 		t.Fatalf("the server did not return after end of input:\n%s", out.String())
 	}
@@ -252,7 +254,7 @@ func TestTransportStopsWaitingWhenStdoutBreaks(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_ = New(*testServer(t, 50*time.Millisecond)).Run(ctx, &Transport{In: strings.NewReader(strings.Join(lines, "\n")), Out: &failingWriter{}})
+	_ = mcpserver.New(*testServer(t, 50*time.Millisecond)).Run(ctx, &Transport{In: strings.NewReader(strings.Join(lines, "\n")), Out: &failingWriter{}})
 	if ctx.Err() != nil {
 		t.Fatal("the server hung after its stdout broke")
 	}

@@ -1,4 +1,4 @@
-package mcpstdio
+package mcpserver
 
 import (
 	"context"
@@ -22,8 +22,8 @@ func serverWith(t *testing.T, cfg *config.Config, policy mcppolicy.Stdio, prov *
 	t.Helper()
 	core := &ask.Core{Config: cfg, Getenv: func(string) string { return "test-key" },
 		NewProvider: func(llm.Options) (llm.Provider, error) { return prov, nil }}
-	srv := New(Options{Version: "test", Asker: core, Policy: policy, Agent: fakeAgent{answer: "done"},
-		Defaults: Defaults{Provider: cfg.LLM.Provider, Model: cfg.LLM.Model}})
+	srv := New(Options{Version: "test", Caller: mcppolicy.LocalUser(), Ask: core, Agent: fakeAgent{answer: "done"},
+		Limits: mcppolicy.Limits{Stdio: policy, DefaultProvider: cfg.LLM.Provider, DefaultModel: cfg.LLM.Model}})
 	st, ct := mcp.NewInMemoryTransports()
 	ctx := context.Background()
 	ss, err := srv.Connect(ctx, st, nil)
@@ -63,10 +63,10 @@ func schemaProps(t *testing.T, cs *mcp.ClientSession) map[string]map[string]map[
 // spec's, as they were written before the defaults were rendered. Set
 // UPDATE_GOLDEN=1 to rewrite testdata after a deliberate change.
 func TestSchemasWithBuiltInDefaultsAreGolden(t *testing.T) {
-	d := &dispatcher{o: Options{}}
+	d := newServer(Options{Caller: mcppolicy.LocalUser()})
 	for name, got := range map[string]json.RawMessage{
-		"garra_ask":   askInputSchema(d.schemaDefaults(mcppolicy.ToolAsk)),
-		"garra_agent": agentInputSchema(d.schemaDefaults(mcppolicy.ToolAgent)),
+		"garra_ask":   askSchema(d),
+		"garra_agent": agentSchema(d),
 	} {
 		path := filepath.Join("testdata", name+".schema.json")
 		if os.Getenv("UPDATE_GOLDEN") != "" {

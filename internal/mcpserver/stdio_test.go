@@ -1,4 +1,4 @@
-package mcpstdio
+package mcpserver
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/llm"
 	"github.com/garraia/garra/internal/mcppolicy"
-	"github.com/garraia/garra/internal/strictargs"
 )
 
 // recordingProvider answers every call with a fixed reply and remembers the
@@ -56,7 +55,7 @@ func connect(t *testing.T, policy mcppolicy.Stdio, prov *recordingProvider) *mcp
 		Getenv:      func(string) string { return "test-key" },
 		NewProvider: func(llm.Options) (llm.Provider, error) { return prov, nil },
 	}
-	srv := New(Options{Version: "test", Asker: core, Policy: policy})
+	srv := New(Options{Version: "test", Caller: mcppolicy.LocalUser(), Ask: core, Limits: mcppolicy.Limits{Stdio: policy}})
 	st, ct := mcp.NewInMemoryTransports()
 	ctx := context.Background()
 	ss, err := srv.Connect(ctx, st, nil)
@@ -127,8 +126,8 @@ func TestAskDefaultTimeoutUnderCap(t *testing.T) {
 	prov := &recordingProvider{}
 	cfg := config.Default()
 	core := &ask.Core{Config: cfg, Getenv: func(string) string { return "k" }, NewProvider: func(llm.Options) (llm.Provider, error) { return prov, nil }}
-	d := &dispatcher{o: Options{Asker: core, Policy: mcppolicy.Stdio{MaxTimeoutSecs: 7}}}
-	req, err := d.askRequest(json.RawMessage(`{"message":"x"}`))
+	d := newServer(Options{Caller: mcppolicy.LocalUser(), Ask: core, Limits: mcppolicy.Limits{Stdio: mcppolicy.Stdio{MaxTimeoutSecs: 7}}})
+	req, _, err := d.llmRequest(mcppolicy.ToolAsk, askArgs{Message: ptr("x")})
 	if err != nil || req.TimeoutSecs != 7 {
 		t.Fatalf("timeout = %d, %v; want 7 (min(60, cap))", req.TimeoutSecs, err)
 	}
@@ -201,39 +200,11 @@ func TestToolsListExactSchema(t *testing.T) {
 	}
 	got, _ := json.Marshal(res.Tools[0].InputSchema)
 	var want, have any
-	_ = json.Unmarshal(askInputSchema(schemaDefaults{Provider: "openrouter", Model: "z-ai/glm-5.3-flash", TimeoutSecs: 60}), &want)
+	_ = json.Unmarshal(askSchema(newServer(Options{Caller: mcppolicy.LocalUser()})), &want)
 	_ = json.Unmarshal(got, &have)
 	wb, _ := json.Marshal(want)
 	hb, _ := json.Marshal(have)
 	if string(wb) != string(hb) {
 		t.Fatalf("schema drift:\n got %s\nwant %s", hb, wb)
-	}
-}
-
-// The hand-written schemas and the structs that decode them must list the
-// same properties, or a valid call would be refused (or an invalid one pass).
-func TestSchemasMatchDecoders(t *testing.T) {
-	for name, c := range map[string]struct {
-		schema json.RawMessage
-		dst    any
-	}{
-		"garra_ask":   {askInputSchema(schemaDefaults{}), &askArgs{}},
-		"garra_agent": {agentInputSchema(schemaDefaults{}), &agentArgs{}},
-	} {
-		var s struct {
-			Properties map[string]any `json:"properties"`
-		}
-		if err := json.Unmarshal(c.schema, &s); err != nil {
-			t.Fatal(err)
-		}
-		fields := strictargs.FieldNames(c.dst)
-		if len(fields) != len(s.Properties) {
-			t.Fatalf("%s: schema has %d properties, decoder %d", name, len(s.Properties), len(fields))
-		}
-		for p := range s.Properties {
-			if !fields[p] {
-				t.Errorf("%s: schema property %q has no decoder field", name, p)
-			}
-		}
 	}
 }

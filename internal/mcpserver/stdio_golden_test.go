@@ -1,4 +1,4 @@
-package mcpstdio_test
+package mcpserver_test
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/mcppolicy"
+	"github.com/garraia/garra/internal/mcpserver"
 	"github.com/garraia/garra/internal/mcpstdio"
 	"github.com/garraia/garra/test/golden"
 )
@@ -31,13 +32,13 @@ func (idleAgent) RunAgent(context.Context, agent.Call) (agent.Envelope, error) {
 // testdata/surface/<name>.jsonl byte for byte. UPDATE_GOLDEN=1 rewrites
 // them.
 func TestSurfaceGolden(t *testing.T) {
-	cases := map[string]mcpstdio.Options{
+	cases := map[string]mcpserver.Options{
 		"stdio-default": {},
-		"stdio-tools":   {Policy: mcppolicy.Stdio{EnableTools: true}, Agent: idleAgent{}, FileRoots: 1},
-		"stdio-tools-configured": {Policy: mcppolicy.Stdio{EnableTools: true, MaxTimeoutSecs: 45, ModelAllowlist: []string{"m1"}},
-			Agent: idleAgent{}, Defaults: mcpstdio.Defaults{Provider: "ollama", Model: "m1"}},
+		"stdio-tools":   {Limits: mcppolicy.Limits{Stdio: mcppolicy.Stdio{EnableTools: true}}, Agent: idleAgent{}, FileRoots: 1},
+		"stdio-tools-configured": {Limits: mcppolicy.Limits{Stdio: mcppolicy.Stdio{EnableTools: true, MaxTimeoutSecs: 45, ModelAllowlist: []string{"m1"}},
+			DefaultProvider: "ollama", DefaultModel: "m1"}, Agent: idleAgent{}},
 		// Tools enabled but no agent to run them: garra_agent stays hidden.
-		"stdio-tools-no-agent": {Policy: mcppolicy.Stdio{EnableTools: true}},
+		"stdio-tools-no-agent": {Limits: mcppolicy.Limits{Stdio: mcppolicy.Stdio{EnableTools: true}}},
 	}
 	methods := []string{"tools/list", "resources/list", "resources/templates/list", "prompts/list"}
 	for name, o := range cases {
@@ -46,8 +47,8 @@ func TestSurfaceGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			o.Version = "test"
-			o.Asker = &ask.Core{Config: cfg, Getenv: func(string) string { return "" }}
+			o.Version, o.Caller = "test", mcppolicy.LocalUser()
+			o.Ask = &ask.Core{Config: cfg, Getenv: func(string) string { return "" }}
 			in := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"golden","version":"0"}}}` + "\n" +
 				`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"
 			for i, m := range methods {
@@ -56,7 +57,7 @@ func TestSurfaceGolden(t *testing.T) {
 			var out bytes.Buffer
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			if err := mcpstdio.New(o).Run(ctx, &mcpstdio.Transport{In: strings.NewReader(in), Out: &out}); err != nil && ctx.Err() != nil {
+			if err := mcpserver.New(o).Run(ctx, &mcpstdio.Transport{In: strings.NewReader(in), Out: &out}); err != nil && ctx.Err() != nil {
 				t.Fatal(err)
 			}
 			// Replies may come in any order: put them in request order,

@@ -1,4 +1,4 @@
-package mcpstdio
+package mcpserver
 
 import (
 	"go/ast"

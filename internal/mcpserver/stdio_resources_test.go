@@ -1,4 +1,4 @@
-package mcpstdio
+package mcpserver
 
 import (
 	"context"
@@ -32,7 +32,8 @@ func (f fakeAgent) RunAgent(_ context.Context, c agent.Call) (agent.Envelope, er
 func connectWith(t *testing.T, o Options, prov *recordingProvider, clientName string) *mcp.ClientSession {
 	t.Helper()
 	cfg := config.Default()
-	o.Asker = &ask.Core{Config: cfg, Getenv: func(string) string { return "test-key" },
+	o.Caller = mcppolicy.LocalUser()
+	o.Ask = &ask.Core{Config: cfg, Getenv: func(string) string { return "test-key" },
 		NewProvider: func(llm.Options) (llm.Provider, error) { return prov, nil }}
 	o.Version = "test"
 	st, ct := mcp.NewInMemoryTransports()
@@ -89,7 +90,7 @@ func TestStdioResources(t *testing.T) {
 	}
 
 	// The knobs in force, with the agent: a count of file roots, no paths.
-	cs = connectWith(t, Options{Policy: mcppolicy.Stdio{ModelAllowlist: []string{"z-ai/glm-5.3-flash"}, MaxTimeoutSecs: 120, EnableTools: true},
+	cs = connectWith(t, Options{Limits: mcppolicy.Limits{Stdio: mcppolicy.Stdio{ModelAllowlist: []string{"z-ai/glm-5.3-flash"}, MaxTimeoutSecs: 120, EnableTools: true}},
 		Agent: fakeAgent{}, FileRoots: 2}, &recordingProvider{}, "t")
 	if got := jsonOf(t, readPolicy(t, cs)); got != `{"allowed_dirs":2,"max_timeout_secs":120,"model_allowlist":["z-ai/glm-5.3-flash"],"schema":"garra.policy.v1","surface":"stdio","timeout_caps":{"garra_agent":120,"garra_ask":120},"tools":["garra_ask","garra_agent"],"tools_enabled":true}` {
 		t.Fatalf("policy %s", got)
@@ -138,7 +139,7 @@ func TestStdioPrompts(t *testing.T) {
 	}
 
 	// With the agent, delegate_task is bounded by the operator's cap.
-	cs := connectWith(t, Options{Policy: mcppolicy.Stdio{EnableTools: true, MaxTimeoutSecs: 90}, Agent: fakeAgent{}}, &recordingProvider{}, "t")
+	cs := connectWith(t, Options{Limits: mcppolicy.Limits{Stdio: mcppolicy.Stdio{EnableTools: true, MaxTimeoutSecs: 90}}, Agent: fakeAgent{}}, &recordingProvider{}, "t")
 	if got := promptList(t, cs); got != "delegate_task onboard_orchestrator" {
 		t.Fatalf("prompts with the agent: %q", got)
 	}
@@ -157,7 +158,7 @@ func TestStdioAuditFile(t *testing.T) {
 	log := audit.New(audit.Options{Path: path})
 	t.Cleanup(func() { _ = log.Close() })
 	prov := &recordingProvider{reply: "the answer is MAGENTA-42"}
-	cs := connectWith(t, Options{Audit: log, Policy: mcppolicy.Stdio{ModelAllowlist: []string{"z-ai/glm-5.3-flash"}}}, prov, "claude-code")
+	cs := connectWith(t, Options{Audit: log, Limits: mcppolicy.Limits{Stdio: mcppolicy.Stdio{ModelAllowlist: []string{"z-ai/glm-5.3-flash"}}}}, prov, "claude-code")
 	ctx := context.Background()
 
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "garra_ask", Arguments: map[string]any{"message": "what is my secret PLUM-77?"}}); err != nil {

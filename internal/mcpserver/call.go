@@ -1,0 +1,138 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/garraia/garra/internal/ask"
+	"github.com/garraia/garra/internal/audit"
+	"github.com/garraia/garra/internal/errkinds"
+	"github.com/garraia/garra/internal/mcppolicy"
+)
+
+// A tool is one MCP tool, declared once for both surfaces.
+type tool struct {
+	name string
+	// describe is the tool as tools/list shows it to s's caller: its
+	// schema renders the bounds and defaults in force.
+	describe func(s *server) *mcp.Tool
+	// prepare decodes and validates the arguments for s's caller. A
+	// *mcppolicy.Refused error refuses the call in the tool's envelope;
+	// any other is invalid params (-32602) and names the field.
+	prepare func(ctx context.Context, s *server, raw json.RawMessage) (*call, error)
+	// refused is the tool's envelope of a refusal.
+	refused func(kind errkinds.Kind) *mcp.CallToolResult
+	// redactFailure applies the operator's patterns to the error message
+	// of a failed run (the gateway's garra_ask error path).
+	redactFailure bool
+}
+
+// allTools are the tools in registration order; each server keeps those
+// on its caller's surface.
+var allTools = []*tool{statusTool, listChatsTool, readHistoryTool, pairStatusTool, sendTool, askTool, agentTool}
+
+// A call is a tool call whose arguments passed: what it costs and what it
+// runs.
+type call struct {
+	// budget is charged before run; nil = free. spent is the refusal
+	// when it has no room left.
+	budget Budget
+	spent  errkinds.Kind
+	// run does the work. A *mcppolicy.Refused error refuses the call; any
+	// other is invalid params.
+	run func(ctx context.Context) (outcome, error)
+	// provider and model are the audit line's, for the LLM tools.
+	provider, model string
+}
+
+// outcome is what a run hands back: its envelope and, when it failed,
+// the envelope's error.
+type outcome struct {
+	envelope func() string
+	failure  *ask.Error
+	dryRun   bool
+}
+
+// callInfo is what the audit line and metrics need from one call.
+type callInfo struct {
+	outcome  string // ok | error | refused | invalid_params
+	kind     errkinds.Kind
+	provider string
+	model    string
+	dryRun   bool
+}
+
+// serve is the one path of every tool call, in the specs' order: the
+// refusal chain before any argument is read; the arguments, which name the
+// field they fail on, and the checks that need them (model, destination);
+// the budget, charged only once all of those passed; the run; the
+// operator's redaction of what goes back; the audit line.
+func (s *server) serve(ctx context.Context, req *mcp.CallToolRequest, t *tool) (*mcp.CallToolResult, error) {
+	if s.o.CallContext != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = s.o.CallContext(ctx, req)
+		defer cancel()
+	}
+	start := s.o.Now()
+	var raw json.RawMessage
+	if req != nil && req.Params != nil {
+		raw = req.Params.Arguments
+	}
+	res, info, err := s.decide(ctx, t, raw)
+	s.auditCall(ctx, req, t.name, raw, info, start)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	return res, nil
+}
+
+// decide runs every step up to the audit line.
+func (s *server) decide(ctx context.Context, t *tool, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
+	if kind := mcppolicy.Refusal(s.c, s.l, t.name); kind != "" {
+		return t.refused(kind), refusedInfo(kind), nil
+	}
+	c, err := t.prepare(ctx, s, raw)
+	if err != nil {
+		return s.rejected(t, err, callInfo{})
+	}
+	info := callInfo{provider: c.provider, model: c.model}
+	if c.budget != nil && !c.budget.Take() {
+		return t.refused(c.spent), refusedInfo(c.spent), nil
+	}
+	out, err := c.run(ctx)
+	if err != nil {
+		return s.rejected(t, err, info)
+	}
+	info.outcome, info.dryRun = audit.OutcomeOK, out.dryRun
+	if out.failure != nil {
+		if t.redactFailure && s.o.Redactor != nil {
+			out.failure.Message = s.o.Redactor.String(out.failure.Message)
+		}
+		info.outcome, info.kind = audit.OutcomeError, out.failure.Kind
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out.envelope()}}, IsError: out.failure != nil}, info, nil
+}
+
+// rejected answers a call that prepare or run turned down: a refusal in
+// the tool's envelope, or invalid params naming the field.
+func (s *server) rejected(t *tool, err error, info callInfo) (*mcp.CallToolResult, callInfo, error) {
+	if r, ok := errors.AsType[*mcppolicy.Refused](err); ok {
+		return t.refused(r.Kind), refusedInfo(r.Kind), nil
+	}
+	info.outcome, info.kind = audit.OutcomeInvalidParams, mcppolicy.InvalidKind(s.c)
+	return nil, info, err
+}
+
+func refusedInfo(kind errkinds.Kind) callInfo {
+	return callInfo{outcome: audit.OutcomeRefused, kind: kind}
+}
+
+// refusedAsk is garra.ask.v1's refusal; refusedAgent garra.agent.v1's.
+func refusedAsk(kind errkinds.Kind) *mcp.CallToolResult {
+	env := ask.Envelope{Error: &ask.Error{Kind: kind, Message: kind.Message()}}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: env.JSON()}}, IsError: true}
+}
