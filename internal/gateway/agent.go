@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/garraia/garra/internal/agent"
-	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/jail"
 	"github.com/garraia/garra/internal/mcppolicy"
@@ -32,10 +31,18 @@ func WorkspaceDir(dataDir, orchestrator string) string {
 	return filepath.Join(dataDir, "workspace", hex.EncodeToString(sum[:])[:32])
 }
 
-// runAgent runs garra_agent for c: prompt in and everything out redacted
-// with the operator's patterns, session mcp-http-<caller>-<uuid>, tools in
-// the caller's sandbox pod or its own local workspace.
-func (g *policy) runAgent(ctx context.Context, c mcppolicy.Caller, req ask.Request, timeout time.Duration) agent.Envelope {
+// callerAgent runs one caller's garra_agent calls under a policy.
+type callerAgent struct {
+	g *policy
+	c mcppolicy.Caller
+}
+
+// RunAgent runs garra_agent for the caller: prompt in and everything out
+// redacted with the operator's patterns, session
+// mcp-http-<caller>-<uuid>, tools in the caller's sandbox pod or its own
+// local workspace. Every failure is in the envelope.
+func (a callerAgent) RunAgent(ctx context.Context, req agent.Call) (agent.Envelope, error) {
+	g, c := a.g, a.c
 	r := &agent.Runner{Redactor: g.red, Now: g.now}
 	p, err := g.askCore.Provider(req.Provider)
 	if err != nil {
@@ -59,10 +66,10 @@ func (g *policy) runAgent(ctx context.Context, c mcppolicy.Caller, req ask.Reque
 		Model:         req.Model,
 		SystemPrompt:  req.SystemPrompt,
 		Environment:   environment,
-		Timeout:       timeout,
+		Timeout:       req.Timeout,
 		SessionPrefix: "mcp-http-" + c.Name,
 	})
-	return env
+	return env, nil
 }
 
 // Bounds on reading a sandbox's toolchain. The sandbox serves it from
