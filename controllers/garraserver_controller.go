@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -40,6 +41,9 @@ type GarraServerReconciler struct {
 	// ServiceMonitors: apply a ServiceMonitor per gateway (the manager
 	// found the Prometheus Operator's CRD at start).
 	ServiceMonitors bool
+	// Tracer makes a span of each reconcile pass and of each of its
+	// steps; nil makes none (WithTracerProvider).
+	Tracer trace.Tracer
 	// WatchNamespaces are the namespaces a namespace-scoped manager
 	// watches; empty means all. Such a manager is meant to hold Roles
 	// only, so it touches no cluster-scoped object whatever RBAC it has.
@@ -159,9 +163,11 @@ func (r *GarraServerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		{"suspend idle sandboxes", r.suspendIdle},
 		{"remove orchestrators", r.removeStale},
 	}
+	ctx, pass := r.startPass(ctx, gs)
+	defer pass.End()
 	var stepErr error
 	for _, step := range steps {
-		if err := step.run(ctx, s); err != nil {
+		if err := r.runStep(ctx, step.name, func(ctx context.Context) error { return step.run(ctx, s) }); err != nil {
 			stepErr = fmt.Errorf("%s %s/%s: %w", step.name, gs.Namespace, gs.Name, err)
 			s.failed = fmt.Sprintf("%s: %v", step.name, err)
 			break
@@ -171,9 +177,12 @@ func (r *GarraServerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			break
 		}
 	}
-	if err := r.writeStatus(ctx, s); err != nil {
-		return ctrl.Result{}, errors.Join(stepErr, fmt.Errorf("write status of %s/%s: %w", gs.Namespace, gs.Name, err))
+	if err := r.runStep(ctx, "write status", func(ctx context.Context) error { return r.writeStatus(ctx, s) }); err != nil {
+		err = errors.Join(stepErr, fmt.Errorf("write status of %s/%s: %w", gs.Namespace, gs.Name, err))
+		endPass(pass, s, err)
+		return ctrl.Result{}, err
 	}
+	endPass(pass, s, stepErr)
 	if stepErr != nil {
 		return ctrl.Result{}, stepErr
 	}

@@ -28,22 +28,12 @@ import (
 func TestReconcileWritesStatusWhenAStepFails(t *testing.T) {
 	gs := testServer()
 	gs.Status.Conditions = []metav1.Condition{{Type: garrav1alpha1.ConditionReady, Status: "True", Reason: garrav1alpha1.ReasonReady, Message: "stale"}}
-	secrets := []client.Object{
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "agents", Name: "llm-keys"}, Data: map[string][]byte{"openrouter": []byte("sk-test")}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "agents", Name: "n8n-token"}, Data: map[string][]byte{"token": []byte("n8n-secret-token")}},
-	}
 	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "team-a-gateway", errors.New("denied by a test"))
-	c := fake.NewClientBuilder().WithScheme(testScheme).
-		WithObjects(append(secrets, gs)...).
-		WithStatusSubresource(&garrav1alpha1.GarraServer{}).
-		WithInterceptorFuncs(interceptor.Funcs{
-			Apply: func(context.Context, client.WithWatch, runtime.ApplyConfiguration, ...client.ApplyOption) error {
-				return forbidden
-			},
-		}).Build()
-	r := &GarraServerReconciler{Client: c, APIReader: c, GarraImage: "garra:t", SandboxImage: "sandbox:t", Rand: bytes.NewReader(bytes.Repeat([]byte{7}, 4096))}
-
-	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(gs)})
+	c, err := passOnFake(gs, interceptor.Funcs{
+		Apply: func(context.Context, client.WithWatch, runtime.ApplyConfiguration, ...client.ApplyOption) error {
+			return forbidden
+		},
+	}, nil)
 	if !apierrors.IsForbidden(err) {
 		t.Fatalf("Reconcile error = %v, want the API server's Forbidden", err)
 	}
@@ -61,4 +51,23 @@ func TestReconcileWritesStatusWhenAStepFails(t *testing.T) {
 	if got.Status.ObservedGeneration != gs.Generation {
 		t.Errorf("observedGeneration = %d, want %d", got.Status.ObservedGeneration, gs.Generation)
 	}
+}
+
+// passOnFake reconciles gs once on a fake API server holding the Secrets
+// testServer refers to; funcs intercept the API calls and configure, when
+// set, adjusts the reconciler first.
+func passOnFake(gs *garrav1alpha1.GarraServer, funcs interceptor.Funcs, configure func(*GarraServerReconciler)) (client.Client, error) {
+	objs := []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "agents", Name: "llm-keys"}, Data: map[string][]byte{"openrouter": []byte("sk-test")}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "agents", Name: "n8n-token"}, Data: map[string][]byte{"token": []byte("n8n-secret-token")}},
+		gs,
+	}
+	c := fake.NewClientBuilder().WithScheme(testScheme).WithObjects(objs...).
+		WithStatusSubresource(&garrav1alpha1.GarraServer{}).WithInterceptorFuncs(funcs).Build()
+	r := &GarraServerReconciler{Client: c, APIReader: c, GarraImage: "garra:t", SandboxImage: "sandbox:t", Rand: bytes.NewReader(bytes.Repeat([]byte{7}, 4096))}
+	if configure != nil {
+		configure(r)
+	}
+	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(gs)})
+	return c, err
 }

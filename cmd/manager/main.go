@@ -35,6 +35,7 @@ import (
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
 	"github.com/garraia/garra/controllers"
+	"github.com/garraia/garra/internal/telemetry"
 )
 
 // Default images, overridden by the deployment (kustomize, Helm).
@@ -46,6 +47,10 @@ const (
 // LeaderElectionID is the default name of the Lease the replicas of the
 // manager compete for (--leader-election-id).
 const LeaderElectionID = "garra-operator.garra.garraia.io"
+
+// TracingServiceName is the service.name of the manager's spans unless
+// OTEL_SERVICE_NAME says otherwise.
+const TracingServiceName = "garra-operator"
 
 type options struct {
 	metricsAddr, probeAddr   string
@@ -155,7 +160,20 @@ func run(ctx context.Context, o options, cfg *rest.Config) error {
 	if err != nil {
 		return fmt.Errorf("new manager: %w", err)
 	}
-	setupOpts := []controllers.Option{controllers.WithWatchNamespaces(o.watchNamespaces)}
+	// Traces of the reconcile passes, when the standard OTEL_* variables
+	// name a collector; off (and free) otherwise.
+	tp, flushSpans, err := telemetry.Setup(ctx, telemetry.Options{Getenv: os.Getenv, ServiceName: TracingServiceName})
+	if err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := flushSpans(ctx); err != nil {
+			ctrl.Log.Error(err, "tracing: spans not flushed at exit")
+		}
+	}()
+	setupOpts := []controllers.Option{controllers.WithWatchNamespaces(o.watchNamespaces), controllers.WithTracerProvider(tp)}
 	if !o.serviceMonitors {
 		setupOpts = append(setupOpts, controllers.WithoutServiceMonitors())
 	}
@@ -182,7 +200,7 @@ func run(ctx context.Context, o options, cfg *rest.Config) error {
 	if len(o.watchNamespaces) > 0 {
 		watching = strings.Join(o.watchNamespaces, ",")
 	}
-	ctrl.Log.Info("starting manager", "garraImage", o.garraImage, "sandboxImage", o.sandboxImage, "leaderElect", o.leaderElect,
-		"leaderElectionID", o.leaderElectionID, "watching", watching)
+	ctrl.Log.Info("starting manager", append([]any{"garraImage", o.garraImage, "sandboxImage", o.sandboxImage, "leaderElect", o.leaderElect,
+		"leaderElectionID", o.leaderElectionID, "watching", watching}, telemetry.Describe(os.Getenv, TracingServiceName)...)...)
 	return mgr.Start(ctx)
 }

@@ -32,6 +32,7 @@ import (
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
 	"github.com/garraia/garra/controllers"
+	"github.com/garraia/garra/test/fakes/otlpdouble"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -457,5 +458,50 @@ func TestWatchNamespace(t *testing.T) {
 		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
 			t.Errorf("Lease in %s has no holder", ns)
 		}
+	}
+}
+
+// TestRunExportsReconcileSpans: with the standard OTLP variable set, each
+// reconcile pass reaches the collector as one trace, a root span for the
+// pass and a child per step.
+func TestRunExportsReconcileSpans(t *testing.T) {
+	otlp := otlpdouble.New(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", otlp.URL)
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100") // ms: export soon, not after 5 s
+	cfg := startEnv(t)
+	startRun(t, options{metricsAddr: "0", probeAddr: "0", garraImage: "garra:t", sandboxImage: "sandbox:t"}, cfg)
+	createServer(t, newClient(t, cfg), "traced", "traced")
+
+	var root otlpdouble.Span
+	var steps []string
+	waitFor(t, "a traced reconcile pass that applied the gateway", func() error {
+		spans := otlp.Spans()
+		for _, s := range spans {
+			if s.GetName() != controllers.SpanReconcile || s.Attr("k8s.namespace.name") != "traced" || s.Attr(string(controllers.AttrOutcome)) != "ok" {
+				continue
+			}
+			root, steps = s, nil
+			for _, c := range spans {
+				if c.ParentID() == s.SpanID() && c.TraceID() == s.TraceID() {
+					steps = append(steps, c.GetName())
+				}
+			}
+			if slices.Contains(steps, "apply gateway") && slices.Contains(steps, "write status") {
+				return nil
+			}
+		}
+		return fmt.Errorf("%d spans, none a finished pass over traced/traced", len(spans))
+	})
+	if root.ParentID() != "" && strings.Trim(root.ParentID(), "0") != "" {
+		t.Errorf("the pass's span has parent %s; want a root", root.ParentID())
+	}
+	if root.Service != TracingServiceName {
+		t.Errorf("service.name = %q, want %q", root.Service, TracingServiceName)
+	}
+	if got := root.Attr(string(controllers.AttrGarraServer)); got != "traced" {
+		t.Errorf("%s = %q, want traced", controllers.AttrGarraServer, got)
+	}
+	if errs := otlp.Errors(); len(errs) > 0 {
+		t.Errorf("the collector refused requests: %q", errs)
 	}
 }
