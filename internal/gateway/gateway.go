@@ -1,8 +1,10 @@
-// Package gateway is `garra gateway`: the HTTP MCP bridge (POST /mcp, seven
-// tools) with its four security layers, per-caller policy, shared budgets,
-// redaction, audit lines and metrics, plus health endpoints. The agent's
-// brain runs here; its hands run in each orchestrator's sandbox pod (or a
-// local per-orchestrator workspace when no sandbox is configured).
+// Package gateway is `garra gateway`: the HTTP MCP bridge (POST /mcp) with
+// its four security layers, authentication of the owner and each
+// orchestrator, shared budgets, metrics, config reload and drain, plus
+// health endpoints and the chat API. Each caller talks to the server
+// mcpserver builds for it under mcppolicy's limits. The agent's brain runs
+// here; its hands run in each orchestrator's sandbox pod (or a local
+// per-orchestrator workspace when no sandbox is configured).
 package gateway
 
 import (

@@ -10,9 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/config"
-	"github.com/garraia/garra/internal/llm"
 	"github.com/garraia/garra/internal/mcppolicy"
 )
 
@@ -20,22 +18,8 @@ import (
 // the tools' defaults taken from the same cfg, as `garra mcp-server` does.
 func serverWith(t *testing.T, cfg *config.Config, policy mcppolicy.Stdio, prov *recordingProvider) *mcp.ClientSession {
 	t.Helper()
-	core := &ask.Core{Config: cfg, Getenv: func(string) string { return "test-key" },
-		NewProvider: func(llm.Options) (llm.Provider, error) { return prov, nil }}
-	srv := New(Options{Version: "test", Caller: mcppolicy.LocalUser(), Ask: core, Agent: fakeAgent{answer: "done"},
-		Limits: mcppolicy.Limits{Stdio: policy, DefaultProvider: cfg.LLM.Provider, DefaultModel: cfg.LLM.Model}})
-	st, ct := mcp.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close(); _ = ss.Wait() })
-	return cs
+	return dial(t, Options{Version: "test", Caller: mcppolicy.LocalUser(), Ask: recordingCore(cfg, prov), Agent: fakeAgent{answer: "done"},
+		Limits: mcppolicy.Limits{Stdio: policy, DefaultProvider: cfg.LLM.Provider, DefaultModel: cfg.LLM.Model}}, "t")
 }
 
 // schemaProps lists each tool's properties as tools/list sends them.

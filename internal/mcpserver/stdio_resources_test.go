@@ -13,10 +13,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/garraia/garra/internal/agent"
-	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/audit"
 	"github.com/garraia/garra/internal/config"
-	"github.com/garraia/garra/internal/llm"
 	"github.com/garraia/garra/internal/mcppolicy"
 )
 
@@ -31,23 +29,8 @@ func (f fakeAgent) RunAgent(_ context.Context, c agent.Call) (agent.Envelope, er
 // with the recording provider as the asker's backend.
 func connectWith(t *testing.T, o Options, prov *recordingProvider, clientName string) *mcp.ClientSession {
 	t.Helper()
-	cfg := config.Default()
-	o.Caller = mcppolicy.LocalUser()
-	o.Ask = &ask.Core{Config: cfg, Getenv: func(string) string { return "test-key" },
-		NewProvider: func(llm.Options) (llm.Provider, error) { return prov, nil }}
-	o.Version = "test"
-	st, ct := mcp.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := New(o).Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: clientName, Version: "0"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close(); _ = ss.Wait() })
-	return cs
+	o.Caller, o.Version, o.Ask = mcppolicy.LocalUser(), "test", recordingCore(config.Default(), prov)
+	return dial(t, o, clientName)
 }
 
 func readPolicy(t *testing.T, cs *mcp.ClientSession) map[string]any {

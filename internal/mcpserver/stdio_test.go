@@ -50,24 +50,7 @@ func connect(t *testing.T, policy mcppolicy.Stdio, prov *recordingProvider) *mcp
 	if err != nil {
 		t.Fatal(err)
 	}
-	core := &ask.Core{
-		Config:      cfg,
-		Getenv:      func(string) string { return "test-key" },
-		NewProvider: func(llm.Options) (llm.Provider, error) { return prov, nil },
-	}
-	srv := New(Options{Version: "test", Caller: mcppolicy.LocalUser(), Ask: core, Limits: mcppolicy.Limits{Stdio: policy}})
-	st, ct := mcp.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close(); _ = ss.Wait() })
-	return cs
+	return dial(t, Options{Version: "test", Caller: mcppolicy.LocalUser(), Ask: recordingCore(cfg, prov), Limits: mcppolicy.Limits{Stdio: policy}}, "t")
 }
 
 func TestAskSuccessEnvelope(t *testing.T) {
