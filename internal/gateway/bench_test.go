@@ -25,7 +25,7 @@ import (
 )
 
 // BenchmarkMCPHTTPOverhead: what the gateway's layers cost on top of the
-// go-sdk. The same raw JSON-RPC POSTs (the curl shape of the spec, §2) go,
+// go-sdk. The same raw JSON-RPC POSTs (what a plain curl client sends) go,
 // from benchConcurrency keep-alive client goroutines, to
 //
 //   - gateway: gateway.New(...).Handler() with every layer of POST /mcp (the

@@ -158,8 +158,9 @@ func (w warnOnly) WithAttrs(a []slog.Attr) slog.Handler { return warnOnly{w.Hand
 
 func (w warnOnly) WithGroup(n string) slog.Handler { return warnOnly{w.Handler.WithGroup(n)} }
 
-// SendBudgetPerMinute is the shared anti-amplification budget of
-// garra_send_message (spec §4.2).
+// SendBudgetPerMinute is how many garra_send_message calls all callers
+// together may make a minute: one leaked token must not turn the bot
+// into a spam cannon.
 const SendBudgetPerMinute = 5
 
 // New validates the configuration and builds the gateway. Problems that

@@ -44,13 +44,12 @@ const killGrace = 2 * time.Second
 // ErrNoWorkDir is returned by runners that need a directory and got none.
 var ErrNoWorkDir = errors.New("no working directory: pass working_dir to run bash")
 
-// envAllowlist is the only parent environment a child process sees (#1075
-// R3): API keys, tokens and dotenv values in the server's environment do
+// envAllowlist is the only parent environment a child process sees: API keys, tokens and dotenv values in the server's environment do
 // not reach bash or git.
 var envAllowlist = [...]string{"PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER"}
 
 // EnvAllowlist returns the names of the environment variables passed from
-// the server to the bash and git children (#1075 R3). The slice is a copy.
+// the server to the bash and git children. The slice is a copy.
 func EnvAllowlist() []string {
 	return append([]string(nil), envAllowlist[:]...)
 }

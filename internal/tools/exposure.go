@@ -62,7 +62,8 @@ type ExposureInput struct {
 const standardFix = "to enable it, contain it with agent.sandbox.mode: all and agent.sandbox.backend: docker (or podman; the binary must be installed), " +
 	"or, only if this process really runs in a disposable pod, set execution.profile: isolated-pod"
 
-// DecideBash implements the spec's "Bash exposure (#1272)" table. It is a
+// DecideBash decides whether and how bash is offered, by the table below
+// (the stdio spec's bash exposure table). It is a
 // pure function of its input (plus LookPath) and never infers the profile
 // from the environment.
 //

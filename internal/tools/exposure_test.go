@@ -18,7 +18,7 @@ func lookPathWith(installed ...string) func(string) (string, error) {
 	}
 }
 
-// Every row of the spec's "Bash exposure (#1272)" table, cell by cell.
+// Every row of the bash exposure table, cell by cell.
 func TestExposureTable(t *testing.T) {
 	both := lookPathWith("docker", "podman")
 	nothing := lookPathWith()
