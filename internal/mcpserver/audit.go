@@ -114,7 +114,11 @@ func (s *server) routeCall(ctx context.Context, next mcp.MethodHandler, method s
 	kind := mcppolicy.Refusal(s.c, s.l, name)
 	if known && kind != "" && kind != errkinds.NotFound {
 		if cr, ok := req.(*mcp.CallToolRequest); ok {
-			return s.serve(ctx, cr, t)
+			res, err := s.serve(ctx, cr, t)
+			if err != nil {
+				return nil, err
+			}
+			return res, nil
 		}
 	}
 	res, err := next(ctx, method, req)

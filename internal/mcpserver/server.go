@@ -165,6 +165,14 @@ func newServer(o Options) *server {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Chats == nil {
+		// No conversations: the chat tools answer with empty lists.
+		o.Chats = &Chats{Store: chat.Empty{}, Sender: chat.Empty{}, Redactor: redact.Default()}
+	}
+	if o.Redactor == nil && o.Caller.OnGateway() {
+		// What the gateway sends out gets the built-ins at least.
+		o.Redactor = redact.Default()
+	}
 	o.Limits.HasAgent = o.Agent != nil
 	o.Limits = o.Limits.WithDefaults()
 	s := &server{o: o, c: o.Caller, l: o.Limits, tools: map[string]*tool{}}
