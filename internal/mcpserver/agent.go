@@ -72,29 +72,29 @@ func describeAgent(s *server) *mcp.Tool {
 	return t
 }
 
-func prepareAgent(_ context.Context, s *server, raw json.RawMessage) (*call, error) {
+func prepareAgent(_ context.Context, s *server, req *mcp.CallToolRequest) (*call, error) {
 	var a agentArgs
 	var err error
 	if s.local() {
-		err = strictargs.Decode(raw, &a)
+		err = strictargs.Decode(arguments(req), &a)
 	} else {
-		err = strictargs.Decode(raw, &a.askArgs)
+		err = strictargs.Decode(arguments(req), &a.askArgs)
 	}
 	if err != nil {
 		return nil, err
 	}
-	req, timeout, err := s.llmRequest(mcppolicy.ToolAgent, a.askArgs)
+	ar, timeout, err := s.llmRequest(mcppolicy.ToolAgent, a.askArgs)
 	if err != nil {
 		return nil, err
 	}
 	if a.WorkingDir != nil && *a.WorkingDir == "" {
 		return nil, errors.New("working_dir: must not be empty")
 	}
-	c := agent.Call{Message: req.Message, Provider: req.Provider, Model: req.Model, SystemPrompt: req.SystemPrompt,
+	c := agent.Call{Message: ar.Message, Provider: ar.Provider, Model: ar.Model, SystemPrompt: ar.SystemPrompt,
 		WorkingDir: deref(a.WorkingDir), Timeout: time.Duration(timeout) * time.Second}
 	return &call{
 		budget: s.o.Budgets.Agent, spent: errkinds.OverBudget,
-		provider: req.Provider, model: req.Model,
+		provider: ar.Provider, model: ar.Model,
 		run: func(ctx context.Context) (outcome, error) {
 			env, err := s.o.Agent.RunAgent(ctx, c)
 			if err != nil {

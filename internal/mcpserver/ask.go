@@ -70,20 +70,20 @@ func describeAsk(s *server) *mcp.Tool {
 	return t
 }
 
-func prepareAsk(_ context.Context, s *server, raw json.RawMessage) (*call, error) {
+func prepareAsk(_ context.Context, s *server, req *mcp.CallToolRequest) (*call, error) {
 	var a askArgs
-	if err := strictargs.Decode(raw, &a); err != nil {
+	if err := strictargs.Decode(arguments(req), &a); err != nil {
 		return nil, err
 	}
-	req, _, err := s.llmRequest(mcppolicy.ToolAsk, a)
+	ar, _, err := s.llmRequest(mcppolicy.ToolAsk, a)
 	if err != nil {
 		return nil, err
 	}
 	return &call{
 		budget: s.o.Budgets.Ask, spent: errkinds.OverBudget,
-		provider: req.Provider, model: req.Model,
+		provider: ar.Provider, model: ar.Model,
 		run: func(ctx context.Context) (outcome, error) {
-			env := s.o.Ask.Ask(ctx, req)
+			env := s.o.Ask.Ask(ctx, ar)
 			return outcome{envelope: func() string { return env.JSON() }, failure: env.Error}, nil
 		},
 	}, nil

@@ -23,7 +23,7 @@ type tool struct {
 	// prepare decodes and validates the arguments for s's caller. A
 	// *mcppolicy.Refused error refuses the call in the tool's envelope;
 	// any other is invalid params (-32602) and names the field.
-	prepare func(ctx context.Context, s *server, raw json.RawMessage) (*call, error)
+	prepare func(ctx context.Context, s *server, req *mcp.CallToolRequest) (*call, error)
 	// refused is the tool's envelope of a refusal.
 	refused func(kind errkinds.Kind) *mcp.CallToolResult
 	// redactFailure applies the operator's patterns to the error message
@@ -78,12 +78,8 @@ func (s *server) serve(ctx context.Context, req *mcp.CallToolRequest, t *tool) (
 		defer cancel()
 	}
 	start := s.o.Now()
-	var raw json.RawMessage
-	if req != nil && req.Params != nil {
-		raw = req.Params.Arguments
-	}
-	res, info, err := s.decide(ctx, t, raw)
-	s.auditCall(ctx, req, t.name, raw, info, start)
+	res, info, err := s.decide(ctx, t, req)
+	s.auditCall(ctx, req, t.name, arguments(req), info, start)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 	}
@@ -91,11 +87,11 @@ func (s *server) serve(ctx context.Context, req *mcp.CallToolRequest, t *tool) (
 }
 
 // decide runs every step up to the audit line.
-func (s *server) decide(ctx context.Context, t *tool, raw json.RawMessage) (*mcp.CallToolResult, callInfo, error) {
+func (s *server) decide(ctx context.Context, t *tool, req *mcp.CallToolRequest) (*mcp.CallToolResult, callInfo, error) {
 	if kind := mcppolicy.Refusal(s.c, s.l, t.name); kind != "" {
 		return t.refused(kind), refusedInfo(kind), nil
 	}
-	c, err := t.prepare(ctx, s, raw)
+	c, err := t.prepare(ctx, s, req)
 	if err != nil {
 		return s.rejected(t, err, callInfo{})
 	}
@@ -125,6 +121,14 @@ func (s *server) rejected(t *tool, err error, info callInfo) (*mcp.CallToolResul
 	}
 	info.outcome, info.kind = audit.OutcomeInvalidParams, mcppolicy.InvalidKind(s.c)
 	return nil, info, err
+}
+
+// arguments are a call's raw arguments.
+func arguments(req *mcp.CallToolRequest) json.RawMessage {
+	if req == nil || req.Params == nil {
+		return nil
+	}
+	return req.Params.Arguments
 }
 
 func refusedInfo(kind errkinds.Kind) callInfo {

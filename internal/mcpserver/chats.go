@@ -52,8 +52,8 @@ var statusTool = &tool{
 			Description: "Version, uptime, channels and how many conversations this Garra holds (garra.mcp.v1).",
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}
 	},
-	prepare: func(_ context.Context, s *server, raw json.RawMessage) (*call, error) {
-		if err := strictargs.Decode(raw, &noArgs{}); err != nil {
+	prepare: func(_ context.Context, s *server, req *mcp.CallToolRequest) (*call, error) {
+		if err := strictargs.Decode(arguments(req), &noArgs{}); err != nil {
 			return nil, err
 		}
 		return &call{run: func(ctx context.Context) (outcome, error) {
@@ -70,9 +70,9 @@ var listChatsTool = &tool{
 			Description: "Live conversations, newest first, optionally filtered by channel. Each row's chat field is the argument to garra_read_history (garra.mcp.v1).",
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}
 	},
-	prepare: func(_ context.Context, s *server, raw json.RawMessage) (*call, error) {
+	prepare: func(_ context.Context, s *server, req *mcp.CallToolRequest) (*call, error) {
 		var a listChatsArgs
-		if err := strictargs.Decode(raw, &a); err != nil {
+		if err := strictargs.Decode(arguments(req), &a); err != nil {
 			return nil, err
 		}
 		channel := deref(a.Channel)
@@ -97,9 +97,9 @@ var readHistoryTool = &tool{
 			Description: "The last N messages of one conversation, secrets redacted (garra.mcp.v1 with redacted: true).",
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}
 	},
-	prepare: func(_ context.Context, s *server, raw json.RawMessage) (*call, error) {
+	prepare: func(_ context.Context, s *server, req *mcp.CallToolRequest) (*call, error) {
 		var a readHistoryArgs
-		if err := strictargs.Decode(raw, &a); err != nil {
+		if err := strictargs.Decode(arguments(req), &a); err != nil {
 			return nil, err
 		}
 		if a.Chat == nil || *a.Chat == "" {
@@ -127,8 +127,8 @@ var pairStatusTool = &tool{
 			Description: "Channel pairing and allowlist state, without pairing codes (garra.mcp.v1).",
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}
 	},
-	prepare: func(_ context.Context, s *server, raw json.RawMessage) (*call, error) {
-		if err := strictargs.Decode(raw, &noArgs{}); err != nil {
+	prepare: func(_ context.Context, s *server, req *mcp.CallToolRequest) (*call, error) {
+		if err := strictargs.Decode(arguments(req), &noArgs{}); err != nil {
 			return nil, err
 		}
 		return &call{run: func(ctx context.Context) (outcome, error) {

@@ -46,9 +46,9 @@ var sendTool = &tool{
 	refused: refusedMCP(mcppolicy.ToolSendMessage),
 }
 
-func prepareSend(_ context.Context, s *server, raw json.RawMessage) (*call, error) {
+func prepareSend(_ context.Context, s *server, req *mcp.CallToolRequest) (*call, error) {
 	var a sendArgs
-	if err := strictargs.Decode(raw, &a); err != nil {
+	if err := strictargs.Decode(arguments(req), &a); err != nil {
 		return nil, err
 	}
 	channel := deref(a.Channel)
