@@ -11,6 +11,7 @@ import (
 
 	"github.com/garraia/garra/internal/agent"
 	"github.com/garraia/garra/internal/errkinds"
+	"github.com/garraia/garra/internal/mcpprogress"
 	"github.com/garraia/garra/internal/strictargs"
 )
 
@@ -100,6 +101,7 @@ func (d *dispatcher) handleAgent(ctx context.Context, r *mcp.CallToolRequest) (*
 		d.audit(ctx, r, agentToolName, "invalid_params", errkinds.Usage, "", "", start)
 		return nil, invalidParams(err)
 	}
+	call.OnToolCall = mcpprogress.Reporter(r)
 	env, err := d.o.Agent.RunAgent(ctx, call)
 	if err != nil {
 		d.audit(ctx, r, agentToolName, "invalid_params", errkinds.Usage, call.Provider, call.Model, start)
