@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,27 +14,8 @@ import (
 
 	"github.com/garraia/garra/test/fakes/llmdouble"
 	"github.com/garraia/garra/test/proctest"
+	"github.com/garraia/garra/test/progresstest"
 )
-
-// progressLog collects the progress notifications a client receives.
-type progressLog struct {
-	mu  sync.Mutex
-	got []*mcp.ProgressNotificationParams
-}
-
-func (p *progressLog) options() *mcp.ClientOptions {
-	return &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		p.got = append(p.got, r.Params)
-	}}
-}
-
-func (p *progressLog) notes() []*mcp.ProgressNotificationParams {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return slices.Clone(p.got)
-}
 
 // garra_agent on stdio: a client that sends a progressToken gets one
 // notification per tool call, step by step, naming the tool, before the
@@ -55,9 +34,9 @@ func TestStdioAgentReportsProgress(t *testing.T) {
 		llmdouble.Step{ToolCalls: []llmdouble.Call{{Name: "git_diff", Args: `{}`}}},
 		llmdouble.Step{Text: "ok"},
 	)
-	progress := &progressLog{}
+	progress := &progresstest.Log{}
 	cfg := writeConfig(t, "openrouter", double.OpenAIBaseURL())
-	cs, stdout, _ := startServerWith(t, progress.options(),
+	cs, stdout, _ := startServerWith(t, progress.Options(),
 		testEnv(t, "OPENROUTER_API_KEY="+fakeKey, "GARRAIA_MCP_ENABLE_TOOLS=yes", "GARRAIA_MCP_ALLOWED_DIRS="+repo), "--config", cfg)
 
 	params := &mcp.CallToolParams{Name: "garra_agent", Arguments: map[string]any{"message": "work", "working_dir": repo}}
@@ -71,7 +50,7 @@ func TestStdioAgentReportsProgress(t *testing.T) {
 		t.Fatalf("envelope %+v %v", env, err)
 	}
 	want := []string{"file_read", "file_write", "git_diff", "file_read"}
-	notes := waitNotes(t, progress, len(want))
+	notes := progress.Wait(t, len(want))
 	for i, n := range notes {
 		if n.ProgressToken != "run-1" || n.Progress != float64(i+1) || n.Message != want[i] || env.ToolCalls[i].Name != want[i] {
 			t.Errorf("notification %d: %+v", i, n)
@@ -95,25 +74,9 @@ func TestStdioAgentReportsProgress(t *testing.T) {
 		t.Fatal("second run failed")
 	}
 	time.Sleep(100 * time.Millisecond)
-	if n := len(progress.notes()); n != len(want) {
+	if n := len(progress.List()); n != len(want) {
 		t.Fatalf("%d notifications after a call without a progress token, want %d", n, len(want))
 	}
-}
-
-// waitNotes waits for n notifications (the client hands them to its
-// handler asynchronously) and fails on more.
-func waitNotes(t *testing.T, p *progressLog, n int) []*mcp.ProgressNotificationParams {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(p.notes()) < n && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(50 * time.Millisecond) // room for an extra one to show up
-	notes := p.notes()
-	if len(notes) != n {
-		t.Fatalf("%d progress notifications, want %d", len(notes), n)
-	}
-	return notes
 }
 
 // cancelBound is how soon after the client cancels a call its bash
@@ -150,15 +113,15 @@ func TestStdioCancelStopsTheBashCommand(t *testing.T) {
 				Arguments: map[string]any{"message": "wait", "working_dir": repo, "timeout_secs": 600}})
 			done <- err
 		}()
-		pids := waitPids(t, filepath.Join(repo, fmt.Sprintf("run%d.pid", i)), 2, stderr)
+		pids := proctest.WaitPids(t, filepath.Join(repo, fmt.Sprintf("run%d.pid", i)), 2, stderr)
 		cancelled := time.Now()
 		cancel()
-		took = append(took, waitAllGone(t, pids, cancelled))
+		took = append(took, proctest.GoneWithin(t, pids, cancelled, cancelBound))
 		if err := <-done; err == nil {
 			t.Fatal("the cancelled call returned a result")
 		}
 	}
-	t.Logf("stdio cancel → bash and its child gone: %s", spread(took))
+	t.Logf("stdio cancel → bash and its child gone: %s", proctest.Spread(took))
 	if n := len(double.Requests()); n != runs {
 		t.Fatalf("the model was asked %d times for %d cancelled runs; a cancelled run must not go on", n, runs)
 	}
@@ -166,42 +129,4 @@ func TestStdioCancelStopsTheBashCommand(t *testing.T) {
 	if env, isErr := callAgent(t, cs, map[string]any{"message": "hi", "working_dir": repo}); isErr || env.Answer != "still here" {
 		t.Fatalf("after the cancels: %+v", env)
 	}
-}
-
-// waitPids waits until path holds n pids (a command writes its own).
-func waitPids(t *testing.T, path string, n int, logs fmt.Stringer) []int {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if b, err := os.ReadFile(path); err == nil && len(strings.Fields(string(b))) >= n {
-			return proctest.PidsIn(t, path)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the command never wrote %s; log:\n%s", filepath.Base(path), logs.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// waitAllGone returns how long after since every pid was gone, failing
-// past cancelBound (and killing what is left).
-func waitAllGone(t *testing.T, pids []int, since time.Time) time.Duration {
-	t.Helper()
-	for slices.ContainsFunc(pids, proctest.Alive) {
-		if time.Since(since) > cancelBound {
-			for _, p := range pids {
-				proctest.WaitGone(t, p, "a cancelled command")
-			}
-			t.Fatalf("the command outlived its cancelled call by %v", time.Since(since))
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	return time.Since(since)
-}
-
-// spread is "p50 X, max Y over N runs".
-func spread(d []time.Duration) string {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return fmt.Sprintf("p50 %v, max %v over %d runs", s[len(s)/2].Round(time.Millisecond), s[len(s)-1].Round(time.Millisecond), len(s))
 }

@@ -33,8 +33,9 @@ func WorkspaceDir(dataDir, orchestrator string) string {
 
 // runAgent runs garra_agent for c: prompt in and everything out redacted
 // with the operator's patterns, session mcp-http-<caller>-<uuid>, tools in
-// the caller's sandbox pod or its own local workspace.
-func (g *policy) runAgent(ctx context.Context, c Caller, req ask.Request, timeout time.Duration) agent.Envelope {
+// the caller's sandbox pod or its own local workspace; progress (nil =
+// none asked for) is told of each tool call.
+func (g *policy) runAgent(ctx context.Context, c Caller, req ask.Request, timeout time.Duration, progress agent.ToolObserver) agent.Envelope {
 	r := &agent.Runner{Redactor: g.red, Now: g.now}
 	p, err := g.askCore.Provider(req.Provider)
 	if err != nil {
@@ -60,6 +61,7 @@ func (g *policy) runAgent(ctx context.Context, c Caller, req ask.Request, timeou
 		Environment:   environment,
 		Timeout:       timeout,
 		SessionPrefix: "mcp-http-" + c.Name,
+		OnToolCall:    progress,
 	})
 	return env
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/errkinds"
 	"github.com/garraia/garra/internal/llm"
+	"github.com/garraia/garra/internal/mcpprogress"
 	"github.com/garraia/garra/internal/strictargs"
 	"github.com/garraia/garra/internal/telemetry"
 )
@@ -71,6 +72,7 @@ func (g *policy) newMCPServer(c Caller) *mcp.Server {
 		s.AddTool(descs[name], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			ctx, cancel := g.reqCtx.CallContext(ctx, req)
 			defer cancel()
+			ctx = withProgress(ctx, mcpprogress.Reporter(req))
 			ctx, stop := g.untilHardStop(ctx)
 			defer stop()
 			return g.dispatch(ctx, c, name, req.Params.Arguments, h)
@@ -448,12 +450,28 @@ func (g *policy) callAgent(ctx context.Context, c Caller, raw json.RawMessage) (
 		res, info := g.refuse(ToolAgent, errkinds.OverBudget)
 		return res, info, nil
 	}
-	env := g.runAgent(ctx, c, req, time.Duration(timeout)*time.Second)
+	env := g.runAgent(ctx, c, req, time.Duration(timeout)*time.Second, progressIn(ctx))
 	info := callInfo{outcome: "ok", provider: req.Provider, model: req.Model}
 	if !env.OK {
 		info.outcome, info.kind = "error", env.Error.Kind
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: env.JSON()}}, IsError: !env.OK}, info, nil
+}
+
+type progressKey struct{}
+
+// withProgress hands a call's progress reporter (nil: none asked for) to
+// the tool that reports progress, past the handlers' common signature.
+func withProgress(ctx context.Context, report agent.ToolObserver) context.Context {
+	if report == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, progressKey{}, report)
+}
+
+func progressIn(ctx context.Context) agent.ToolObserver {
+	report, _ := ctx.Value(progressKey{}).(agent.ToolObserver)
+	return report
 }
 
 func deref[T any](p *T) T {
