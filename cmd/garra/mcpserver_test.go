@@ -33,6 +33,12 @@ type teeReadCloser struct {
 // go-sdk client to it. Every byte the child writes to stdout is kept.
 func startServer(t *testing.T, env []string, args ...string) (*mcp.ClientSession, *lockedBuffer, *lockedBuffer) {
 	t.Helper()
+	return startServerWith(t, nil, env, args...)
+}
+
+// startServerWith is startServer with the client's options.
+func startServerWith(t *testing.T, opts *mcp.ClientOptions, env []string, args ...string) (*mcp.ClientSession, *lockedBuffer, *lockedBuffer) {
+	t.Helper()
 	cmd := exec.Command(garraBin, append([]string{"mcp-server"}, args...)...)
 	cmd.Env = env
 	stdin, err := cmd.StdinPipe()
@@ -52,7 +58,7 @@ func startServer(t *testing.T, env []string, args ...string) (*mcp.ClientSession
 	transport := &mcp.IOTransport{Reader: teeReadCloser{io.TeeReader(stdout, raw), stdout}, Writer: stdin}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "child-test", Version: "0"}, nil).Connect(ctx, transport, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "child-test", Version: "0"}, opts).Connect(ctx, transport, nil)
 	if err != nil {
 		t.Fatalf("connect: %v\nstderr: %s", err, stderr.String())
 	}

@@ -30,6 +30,11 @@
 //     for tools, those calls are not run and the run ends with kind
 //     provider_error ("no final answer after N model turns"); the garra.ask.v1
 //     kinds have no better label and the model, not the caller, is at fault.
+//   - Request.OnToolCall, when set, is told of each tool call as it starts:
+//     its step (1 for the run's first call, counting the calls tool_calls
+//     will list, invented names included) and its name as the envelope shows
+//     it, never its arguments or output. It runs on the loop, before the
+//     call; the deadline still ends the run if it blocks.
 //   - Redaction: the answer, every error message and every tool summary are
 //     redacted; the task message and system prompt are redacted before they
 //     are sent to the model. Tool outputs go to the model unredacted (a
@@ -90,7 +95,16 @@ type Request struct {
 	// SessionPrefix names the session: "<prefix>-<id>". "" means
 	// DefaultSessionPrefix; the gateway passes "mcp-http-<orchestrator>".
 	SessionPrefix string
+	// OnToolCall, when not nil, observes the run's tool calls (the MCP
+	// surfaces turn them into progress notifications).
+	OnToolCall ToolObserver
 }
+
+// ToolObserver is told that the run's step-th tool call (counted from 1)
+// is starting, with the tool's name as the envelope will show it: redacted,
+// one line, cut. It never sees the arguments or the output, which may carry
+// secrets.
+type ToolObserver func(ctx context.Context, step int, tool string)
 
 // Runner runs agent tasks with one provider and one executor. Its fields are
 // read-only once Run is called; a Runner is safe for concurrent Runs if its
@@ -228,6 +242,10 @@ func (x *run) listTools(ctx context.Context) (defs []llm.ToolDef, known map[stri
 // stop with the envelope that ends the run.
 func (x *run) callTool(ctx context.Context, known map[string]bool, names []string, tc llm.ToolCall) (msg llm.Message, env Envelope, stop bool) {
 	t0 := x.r.now()
+	if x.observe(ctx, tc.Name); ctx.Err() != nil {
+		x.recordRaw(tc.Name, t0, false, "interrupted: "+ctxWord(ctx))
+		return llm.Message{}, x.interrupted(ctx, "before running tool "+x.toolName(tc.Name)), true
+	}
 	unknown := func() (llm.Message, Envelope, bool) {
 		out := fmt.Sprintf("unknown tool %q: this session has no such tool", tc.Name)
 		if len(names) > 0 {
@@ -256,6 +274,19 @@ func (x *run) callTool(ctx context.Context, known map[string]bool, names []strin
 	}
 	x.record(tc.Name, t0, !res.IsError, res.Output)
 	return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Content: res.Output, IsError: res.IsError}, Envelope{}, false
+}
+
+// observe tells OnToolCall about the call about to start; its step is the
+// index it will have in tool_calls, plus one.
+func (x *run) observe(ctx context.Context, name string) {
+	if x.req.OnToolCall == nil {
+		return
+	}
+	step, tool := len(x.calls)+1, x.toolName(name)
+	_, _ = await(ctx, func() (struct{}, error) {
+		x.req.OnToolCall(ctx, step, tool)
+		return struct{}{}, nil
+	})
 }
 
 // record appends a summary of a finished call; output is redacted and cut.

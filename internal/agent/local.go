@@ -19,6 +19,8 @@ type Call struct {
 	SystemPrompt string
 	WorkingDir   string // "" = none
 	Timeout      time.Duration
+	// OnToolCall observes the run's tool calls; nil = nobody asked.
+	OnToolCall ToolObserver
 }
 
 // ErrInvalidWorkingDir is returned by LocalRunner.RunAgent when working_dir
@@ -83,6 +85,7 @@ func (l *LocalRunner) RunAgent(ctx context.Context, c Call) (Envelope, error) {
 		SystemPrompt:  c.SystemPrompt,
 		Timeout:       c.Timeout,
 		SessionPrefix: l.SessionPrefix,
+		OnToolCall:    c.OnToolCall,
 	}), nil
 }
 

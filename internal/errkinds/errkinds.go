@@ -157,7 +157,7 @@ type RPCCode struct {
 // then the gateway's.
 var Kinds = []Row{
 	{ProviderError, "garra.ask.v1, garra.agent.v1 (stdio, http)",
-		"The LLM provider failed or could not be reached (bad key, network, HTTP error). The message is redacted. Check the key with `garra config check`; retry later."},
+		"The LLM provider failed or could not be reached (bad key, network, HTTP error). The message is redacted. Check the key with `garra config check`; retry later. A garra_agent run its caller cancelled (disconnect or notifications/cancelled) also ends with this kind, message \"agent run cancelled …\"."},
 	{Timeout, "garra.ask.v1, garra.agent.v1 (stdio, http)",
 		"The call did not finish within timeout_secs (for garra_agent: the whole run). Ask for more time within the bounds, or split the task."},
 	{Usage, "`garra ask` (exit 2); stdio audit lines",

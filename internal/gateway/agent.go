@@ -40,7 +40,8 @@ type callerAgent struct {
 // RunAgent runs garra_agent for the caller: prompt in and everything out
 // redacted with the operator's patterns, session
 // mcp-http-<caller>-<uuid>, tools in the caller's sandbox pod or its own
-// local workspace. Every failure is in the envelope.
+// local workspace; the call's OnToolCall (nil = no progress asked for) is
+// told of each tool call. Every failure is in the envelope.
 func (a callerAgent) RunAgent(ctx context.Context, req agent.Call) (agent.Envelope, error) {
 	g, c := a.g, a.c
 	r := &agent.Runner{Redactor: g.red, Now: g.now}
@@ -68,6 +69,7 @@ func (a callerAgent) RunAgent(ctx context.Context, req agent.Call) (agent.Envelo
 		Environment:   environment,
 		Timeout:       req.Timeout,
 		SessionPrefix: "mcp-http-" + c.Name,
+		OnToolCall:    req.OnToolCall,
 	})
 	return env, nil
 }

@@ -340,30 +340,35 @@ func (g *Gateway) inFlight(pick func(*policy) http.Handler) http.Handler {
 
 // mcpHandler stacks the layers in the spec's places: rate limit and origin
 // guard (inherited router layers), Host validation, the api-key gate, the
-// rest of a batch's charge against the rate limit, the Accept rule, then
-// the SDK's stateless JSON transport (415, 413). It is this policy's: its
-// callers, its servers, its allowed hosts.
+// rest of a batch's charge against the rate limit, the Accept rule, the
+// cancellation notices, then the SDK's stateless transport (415, 413):
+// JSON responses, or an event stream for a call that asked for progress.
+// It is this policy's: its callers, its servers, its allowed hosts.
 func (g *policy) mcpHandler() http.Handler {
-	sdk := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
-		c, ok := callerFrom(r.Context())
-		if !ok {
-			return nil
-		}
-		return g.servers[c.Name]
-	}, &mcp.StreamableHTTPOptions{
-		Stateless:           true,
-		JSONResponse:        true,
-		MaxRequestBodyBytes: MaxBodyBytes,
-		// Our hostGuard applies the same rule on every interface and adds
-		// allowed_hosts, which the SDK's loopback-only check cannot.
-		DisableLocalhostProtection: true,
-		Logger:                     g.sdkLog,
-		// A client that goes away cancels its call (2026-07-28; older
-		// versions through g.reqCtx).
-		PropagateRequestCancellation: true,
-	})
+	sdk := func(jsonResponse bool) http.Handler {
+		return mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+			c, ok := callerFrom(r.Context())
+			if !ok {
+				return nil
+			}
+			return g.servers[c.Name]
+		}, &mcp.StreamableHTTPOptions{
+			Stateless:           true,
+			JSONResponse:        jsonResponse,
+			MaxRequestBodyBytes: MaxBodyBytes,
+			// Our hostGuard applies the same rule on every interface and adds
+			// allowed_hosts, which the SDK's loopback-only check cannot.
+			DisableLocalhostProtection: true,
+			Logger:                     g.sdkLog,
+			// A client that goes away cancels its call (2026-07-28; older
+			// versions through g.reqCtx).
+			PropagateRequestCancellation: true,
+		})
+	}
 	refused := g.refusedHTTP
-	h := g.reqCtx.Bind(sdk)
+	h := g.reqCtx.BindKeyed(requestKey, streamOrJSON(sdk(true), sdk(false)))
+	h = g.cancelNotices(g.reqCtx, h)
+	h = readShape(h)
 	h = acceptGuard(refused, h)
 	h = g.limiter.batchCharge(refused, h)
 	h = countAdmitted(g.metrics, h)

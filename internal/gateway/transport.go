@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -140,7 +141,13 @@ func acceptGuard(onRefuse func(errkinds.Kind), next http.Handler) http.Handler {
 }
 
 func acceptsBoth(values []string) bool {
-	var jsonOK, sseOK bool
+	jsonOK, sseOK := acceptedTypes(values)
+	return jsonOK && sseOK
+}
+
+// acceptedTypes reports whether Accept values admit application/json and
+// text/event-stream.
+func acceptedTypes(values []string) (jsonOK, sseOK bool) {
 	for _, v := range values {
 		for _, part := range strings.Split(v, ",") {
 			mt, _, _ := strings.Cut(strings.TrimSpace(part), ";")
@@ -154,7 +161,7 @@ func acceptsBoth(values []string) bool {
 			}
 		}
 	}
-	return jsonOK && sseOK
+	return jsonOK, sseOK
 }
 
 // RateLimiter is a per-IP sliding-window limit.
@@ -256,13 +263,8 @@ func (l *RateLimiter) batchCharge(onRefuse func(errkinds.Kind), next http.Handle
 			next.ServeHTTP(w, r)
 			return
 		}
-		head, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
-		// Hand the SDK the whole body: what was read, then the rest.
-		r.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
-		if err == nil && len(head) <= MaxBodyBytes {
+		r, head, whole := peekBody(r)
+		if whole {
 			if n := batchLen(head); n > 1 && !l.AllowN(clientIP(r), n-1) {
 				w.Header().Set("Retry-After", "60")
 				writeRefusal(w, onRefuse, errkinds.RefuseBatchTooManyRequests)
@@ -271,6 +273,35 @@ func (l *RateLimiter) batchCharge(onRefuse func(errkinds.Kind), next http.Handle
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// peekedBody is a body peekBody read, kept in the request's context for
+// the layers after the first.
+type peekedBody struct {
+	head  []byte
+	whole bool
+}
+
+type peekedBodyKey struct{}
+
+// peekBody reads r's body up to MaxBodyBytes+1 bytes, once for all the
+// layers that look at it before the SDK: whole reports that head is the
+// entire body, within the cap. The SDK still reads the whole body (what
+// was read, then the rest) and applies its own cap (413).
+func peekBody(r *http.Request) (_ *http.Request, head []byte, whole bool) {
+	if p, ok := r.Context().Value(peekedBodyKey{}).(peekedBody); ok {
+		return r, p.head, p.whole
+	}
+	if r.Body == nil {
+		return r, nil, false
+	}
+	head, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+	whole = err == nil && len(head) <= MaxBodyBytes
+	return r.WithContext(context.WithValue(r.Context(), peekedBodyKey{}, peekedBody{head, whole})), head, whole
 }
 
 // batchLen is the number of messages in a JSON-RPC batch body, or 1 for

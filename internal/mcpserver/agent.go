@@ -13,6 +13,7 @@ import (
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/errkinds"
 	"github.com/garraia/garra/internal/mcppolicy"
+	"github.com/garraia/garra/internal/mcpprogress"
 	"github.com/garraia/garra/internal/strictargs"
 )
 
@@ -91,7 +92,9 @@ func prepareAgent(_ context.Context, s *server, req *mcp.CallToolRequest) (*call
 		return nil, errors.New("working_dir: must not be empty")
 	}
 	c := agent.Call{Message: ar.Message, Provider: ar.Provider, Model: ar.Model, SystemPrompt: ar.SystemPrompt,
-		WorkingDir: deref(a.WorkingDir), Timeout: time.Duration(timeout) * time.Second}
+		WorkingDir: deref(a.WorkingDir), Timeout: time.Duration(timeout) * time.Second,
+		// A client that sent a progressToken hears of each tool call.
+		OnToolCall: mcpprogress.Reporter(req)}
 	return &call{
 		budget: s.o.Budgets.Agent, spent: errkinds.OverBudget,
 		provider: ar.Provider, model: ar.Model,

@@ -144,7 +144,7 @@ func TestCapabilitiesAreTheSameForEveryCaller(t *testing.T) {
 		b, _ := json.Marshal(cs.InitializeResult().Capabilities)
 		return string(b)
 	}
-	want := `{"logging":{},"prompts":{"listChanged":true},"resources":{"listChanged":true},"tools":{"listChanged":true}}`
+	want := `{"logging":{},"prompts":{},"resources":{},"tools":{}}`
 	for name, o := range map[string]Options{
 		"local":                  {Caller: mcppolicy.LocalUser()},
 		"owner":                  {Caller: mcppolicy.OwnerCaller()},

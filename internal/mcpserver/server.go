@@ -204,9 +204,9 @@ func (s *server) serverOptions() *mcp.ServerOptions {
 			// The SDK's own default, which clients have always been told
 			// (logging/setLevel is answered).
 			Logging:   &mcp.LoggingCapabilities{}, //nolint:staticcheck // deprecated by a protocol version the clients do not negotiate yet
-			Tools:     &mcp.ToolCapabilities{ListChanged: true},
-			Resources: &mcp.ResourceCapabilities{ListChanged: true},
-			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+			Tools:     &mcp.ToolCapabilities{},
+			Resources: &mcp.ResourceCapabilities{},
+			Prompts:   &mcp.PromptCapabilities{},
 		},
 	}
 	if s.local() {

@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/garraia/garra/internal/errkinds"
+	"github.com/garraia/garra/internal/mcpcancel"
 )
 
 // Transport is the stdio transport of `garra mcp-server`: newline-delimited
@@ -294,7 +295,7 @@ func (l *lineFilter) accept(line []byte) ([]byte, error) {
 		if req.IsCall() {
 			l.pending.add(req.ID)
 		} else if req.Method == "notifications/cancelled" {
-			if id, ok := cancelledID(req.Params); ok {
+			if id, ok := mcpcancel.CancelledID(req.Params); ok {
 				l.pending.done(id)
 			}
 		}
@@ -372,16 +373,4 @@ func lineID(line []byte) jsonrpc.ID {
 		return jsonrpc.ID{}
 	}
 	return id
-}
-
-// cancelledID is the requestId of a notifications/cancelled.
-func cancelledID(params json.RawMessage) (jsonrpc.ID, bool) {
-	var p struct {
-		RequestID any `json:"requestId"`
-	}
-	if json.Unmarshal(params, &p) != nil || p.RequestID == nil {
-		return jsonrpc.ID{}, false
-	}
-	id, err := jsonrpc.MakeID(p.RequestID)
-	return id, err == nil
 }

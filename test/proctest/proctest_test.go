@@ -7,7 +7,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestAliveAndWaitGone(t *testing.T) {
@@ -37,5 +39,31 @@ func TestPidsIn(t *testing.T) {
 	}
 	if Alive(1 << 30) {
 		t.Fatal("pid " + strconv.Itoa(1<<30) + " cannot exist")
+	}
+}
+
+func TestWaitPidsAndGoneWithin(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "pids")
+	cmd := exec.Command("sh", "-c", `echo $$ > "$0"; sleep 0.2`, p)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	pids := WaitPids(t, p, 1, &strings.Builder{})
+	if len(pids) != 1 || pids[0] != cmd.Process.Pid {
+		t.Fatalf("pids %v, want [%d]", pids, cmd.Process.Pid)
+	}
+	start := time.Now()
+	if d := GoneWithin(t, pids, start, 5*time.Second); d < 100*time.Millisecond {
+		t.Fatalf("gone after %v, but the command sleeps 200 ms", d)
+	}
+	<-done
+}
+
+func TestSpread(t *testing.T) {
+	got := Spread([]time.Duration{30 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond})
+	if got != "p50 20ms, max 30ms over 3 runs" {
+		t.Fatalf("Spread = %q", got)
 	}
 }
