@@ -121,6 +121,7 @@ import (
 	"github.com/garraia/garra/internal/telemetry"
 	"github.com/garraia/garra/internal/toolchain"
 	"github.com/garraia/garra/internal/tools"
+	"github.com/garraia/garra/internal/unbuffered"
 )
 
 // TokenEnv is the environment variable the sandbox reads its bearer token
@@ -446,7 +447,7 @@ func (s *Server) buildHandler() http.Handler {
 		}
 		writeText(w, http.StatusOK, "ok")
 	})
-	return mux
+	return unbuffered.SSE(mux)
 }
 
 // sdkLogger is the logger handed to the go-sdk: warnings and errors only
