@@ -306,7 +306,13 @@ func New(o Options) (*Server, error) {
 	if version == "" {
 		version = "dev"
 	}
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: version}, &mcp.ServerOptions{Logger: s.sdkLogger()})
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: version}, &mcp.ServerOptions{
+		Logger: s.sdkLogger(),
+		// The tools and the toolchain resource are fixed at start: no
+		// listChanged (the SDK's default would say true). No prompts.
+		Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, //nolint:staticcheck // SA1019: deprecated at 2026-07-28; kept for 2025-11-25 clients, as the SDK's default had it
+			Tools: &mcp.ToolCapabilities{}, Resources: &mcp.ResourceCapabilities{}},
+	})
 	list, err := s.local.Tools(context.Background())
 	if err != nil {
 		_ = j.Close()
