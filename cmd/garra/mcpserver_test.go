@@ -33,6 +33,25 @@ type teeReadCloser struct {
 // go-sdk client to it. Every byte the child writes to stdout is kept.
 func startServer(t *testing.T, env []string, args ...string) (*mcp.ClientSession, *lockedBuffer, *lockedBuffer) {
 	t.Helper()
+	w := startServerAt(t, "", env, args...)
+	return w.cs, w.stdout, w.stderr
+}
+
+// wire is a client session with everything that crossed the child's pipes.
+type wire struct {
+	cs                    *mcp.ClientSession
+	stdin, stdout, stderr *lockedBuffer
+}
+
+type teeWriteCloser struct {
+	io.Writer
+	io.Closer
+}
+
+// startServerAt is startServer with the client asking for protocol version
+// (empty: the client's newest), keeping stdin too.
+func startServerAt(t *testing.T, version string, env []string, args ...string) wire {
+	t.Helper()
 	cmd := exec.Command(garraBin, append([]string{"mcp-server"}, args...)...)
 	cmd.Env = env
 	stdin, err := cmd.StdinPipe()
@@ -48,11 +67,13 @@ func startServer(t *testing.T, env []string, args ...string) (*mcp.ClientSession
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	raw := &lockedBuffer{}
-	transport := &mcp.IOTransport{Reader: teeReadCloser{io.TeeReader(stdout, raw), stdout}, Writer: stdin}
+	rawOut, rawIn := &lockedBuffer{}, &lockedBuffer{}
+	transport := &mcp.IOTransport{Reader: teeReadCloser{io.TeeReader(stdout, rawOut), stdout},
+		Writer: teeWriteCloser{io.MultiWriter(stdin, rawIn), stdin}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "child-test", Version: "0"}, nil).Connect(ctx, transport, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "child-test", Version: "0"}, nil).Connect(ctx, transport,
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect: %v\nstderr: %s", err, stderr.String())
 	}
@@ -67,7 +88,7 @@ func startServer(t *testing.T, env []string, args ...string) (*mcp.ClientSession
 			t.Error("mcp-server did not exit after stdin closed")
 		}
 	})
-	return cs, raw, stderr
+	return wire{cs: cs, stdin: rawIn, stdout: rawOut, stderr: stderr}
 }
 
 // assertJSONRPCOnly fails unless every stdout line is one JSON-RPC 2.0 message.

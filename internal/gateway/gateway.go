@@ -27,6 +27,7 @@ import (
 	"github.com/garraia/garra/internal/mcpcancel"
 	"github.com/garraia/garra/internal/redact"
 	"github.com/garraia/garra/internal/tools"
+	"github.com/garraia/garra/internal/unbuffered"
 )
 
 // MaxBodyBytes caps a POST /mcp body (413 beyond).
@@ -303,7 +304,7 @@ func (g *Gateway) Handler() http.Handler {
 	for _, route := range chatAPIRoutes {
 		mux.Handle(route, g.inFlight(func(p *policy) http.Handler { return p.api[route] }))
 	}
-	return mux
+	return unbuffered.SSE(mux)
 }
 
 // inFlight serves a request with the handler pick finds in the current

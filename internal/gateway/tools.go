@@ -60,6 +60,11 @@ func (g *policy) newMCPServer(c Caller) *mcp.Server {
 		Logger:       g.sdkLog,
 		// Every list and read is this caller's own view.
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
+		// A caller's lists never change under this server (a config reload
+		// builds new servers), and a stateless server could not announce a
+		// change anyway: no listChanged (the SDK's default would say true).
+		Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, //nolint:staticcheck // SA1019: deprecated at 2026-07-28; kept for 2025-11-25 clients, as the SDK's default had it
+			Tools: &mcp.ToolCapabilities{}, Resources: &mcp.ResourceCapabilities{}, Prompts: &mcp.PromptCapabilities{}},
 	})
 	descs := g.toolDescriptors()
 	handlers := map[string]func(context.Context, Caller, json.RawMessage) (*mcp.CallToolResult, callInfo, error){

@@ -67,6 +67,11 @@ func New(o Options) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: o.Version}, &mcp.ServerOptions{
 		Instructions: "Garra: garra_ask sends one question to an LLM provider and returns a garra.ask.v1 JSON envelope. garra://policy shows the operator's limits in force.",
 		Logger:       o.Logger,
+		// The tools, resources and prompts are fixed when the server
+		// starts, so no list_changed notification ever comes and none is
+		// promised (the SDK's default would say listChanged: true).
+		Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, //nolint:staticcheck // SA1019: deprecated at 2026-07-28; kept for 2025-11-25 clients, as the SDK's default had it
+			Tools: &mcp.ToolCapabilities{}, Resources: &mcp.ResourceCapabilities{}, Prompts: &mcp.PromptCapabilities{}},
 	})
 	d := &dispatcher{o: o, tools: []string{askToolName}}
 	s.AddTool(askTool(d.schemaDefaults(ask.DefaultTimeoutSecs, ask.MaxTimeoutSecs)), d.handleAsk)
