@@ -42,11 +42,18 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './test/conformance/node_modules/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
-conformance: build ## The official MCP conformance suite against `garra mcp-server`
-	test/conformance/run.sh --stdio "$(abspath $(BIN))/garra mcp-server" --expected test/conformance/expected-failures-stdio.txt
+# The MCP protocol revisions the servers are held to: the last with the
+# initialize handshake, and the first without it.
+MCP_REVISIONS := 2025-11-25 2026-07-28
 
-conformance-gateway: build ## The MCP conformance suite against `garra gateway` (POST /mcp, bearer)
-	hack/conformance-gateway.sh "$(abspath $(BIN))/garra"
+conformance: build ## The official MCP conformance suite against `garra mcp-server`, at each of MCP_REVISIONS
+	@rc=0; for v in $(MCP_REVISIONS); do \
+		test/conformance/run.sh --stdio "$(abspath $(BIN))/garra mcp-server" --spec-version $$v \
+			--expected test/conformance/expected-failures-stdio-$$v.txt || rc=1; \
+	done; exit $$rc
+
+conformance-gateway: build ## The MCP conformance suite against `garra gateway` (POST /mcp, bearer), at each of MCP_REVISIONS
+	hack/conformance-gateway.sh "$(abspath $(BIN))/garra" $(foreach v,$(MCP_REVISIONS),--spec-version $(v))
 
 bench: bench-go ## Benchmarks (printed, not asserted); the cluster ones too when a cluster can be had
 	@if why="$$(hack/e2e.sh --can-run)"; then $(MAKE) --no-print-directory bench-e2e; \

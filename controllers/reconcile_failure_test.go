@@ -28,12 +28,7 @@ import (
 func TestReconcileWritesStatusWhenAStepFails(t *testing.T) {
 	gs := testServer()
 	gs.Status.Conditions = []metav1.Condition{{Type: garrav1alpha1.ConditionReady, Status: "True", Reason: garrav1alpha1.ReasonReady, Message: "stale"}}
-	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "team-a-gateway", errors.New("denied by a test"))
-	c, err := passOnFake(gs, interceptor.Funcs{
-		Apply: func(context.Context, client.WithWatch, runtime.ApplyConfiguration, ...client.ApplyOption) error {
-			return forbidden
-		},
-	}, nil)
+	c, err := passOnFake(gs, refuseApplies(), nil)
 	if !apierrors.IsForbidden(err) {
 		t.Fatalf("Reconcile error = %v, want the API server's Forbidden", err)
 	}
@@ -70,4 +65,15 @@ func passOnFake(gs *garrav1alpha1.GarraServer, funcs interceptor.Funcs, configur
 	}
 	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(gs)})
 	return c, err
+}
+
+// refuseApplies makes every server-side apply fail with the API server's
+// Forbidden, as a manager without RBAC for Deployments would see.
+func refuseApplies() interceptor.Funcs {
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "team-a-gateway", errors.New("denied by a test"))
+	return interceptor.Funcs{
+		Apply: func(context.Context, client.WithWatch, runtime.ApplyConfiguration, ...client.ApplyOption) error {
+			return forbidden
+		},
+	}
 }

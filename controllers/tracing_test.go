@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"testing"
 
@@ -12,9 +11,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
@@ -72,12 +68,7 @@ func attrOf(s sdktrace.ReadOnlySpan, k attribute.Key) attribute.Value {
 }
 
 func TestReconcileSpansOfAFailingPass(t *testing.T) {
-	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "team-a-gateway", errors.New("denied by a test"))
-	spans, err := tracedPass(t, testServer(), interceptor.Funcs{
-		Apply: func(context.Context, client.WithWatch, runtime.ApplyConfiguration, ...client.ApplyOption) error {
-			return forbidden
-		},
-	})
+	spans, err := tracedPass(t, testServer(), refuseApplies())
 	if !apierrors.IsForbidden(err) {
 		t.Fatalf("Reconcile error = %v, want Forbidden", err)
 	}

@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
 # Runs the MCP conformance suite (test/conformance/run.sh) against
 # `garra gateway`'s POST /mcp with a bearer token, the way an external
-# orchestrator reaches it.
+# orchestrator reaches it, once per protocol revision.
 #
-#   hack/conformance-gateway.sh /abs/path/to/garra [run.sh options...]
+#   hack/conformance-gateway.sh /abs/path/to/garra --spec-version V [--spec-version V2]... [run.sh options...]
 #
 # It builds nothing: $1 is the garra binary to test (`make conformance-gateway`
-# builds it first). Extra arguments go to run.sh unchanged, e.g.
-# `--scenario tools-list --logs /tmp/conf`.
+# builds it first). Each --spec-version is one run, against the same gateway,
+# with test/conformance/expected-failures-http-V.txt. Other arguments go to
+# run.sh unchanged, e.g. `--scenario tools-list --logs /tmp/conf`.
 #
 # What it does: writes a throwaway config (bridge enabled, loopback listen on
 # a port the kernel picks, data_dir in a temp dir), starts the gateway with a
 # clean environment whose only credential is a random GARRAIA_GATEWAY_API_KEY,
-# waits for GET /healthz, runs
+# waits for GET /healthz, runs for each revision V
 #   test/conformance/run.sh --url http://127.0.0.1:PORT/mcp \
-#       --header "Authorization: Bearer $KEY" \
-#       --expected test/conformance/expected-failures-http.txt
+#       --header "Authorization: Bearer $KEY" --spec-version V \
+#       --expected test/conformance/expected-failures-http-V.txt
 # and always stops the gateway and removes the temp dir (trap), including
-# on Ctrl-C. Exit status is run.sh's (0 green, 1 drift, 2 setup error).
+# on Ctrl-C. Exit status is the worst of run.sh's (0 green, 1 drift, 2 setup
+# error).
 # shellcheck disable=SC2317 # stop_gateway and cleanup run from traps
 set -euo pipefail
 
@@ -26,18 +28,31 @@ die() {
 	exit 2
 }
 
-(($# >= 1)) || die "usage: $0 /abs/path/to/garra [run.sh options...]"
+(($# >= 1)) || die "usage: $0 /abs/path/to/garra --spec-version V... [run.sh options...]"
 garra=$1
 shift
+revisions=() args=()
+while (($#)); do
+	if [[ $1 == --spec-version ]]; then
+		(($# >= 2)) || die "--spec-version needs a value"
+		revisions+=("$2")
+		shift 2
+	else
+		args+=("$1")
+		shift
+	fi
+done
+((${#revisions[@]})) || die "give at least one --spec-version (a protocol revision such as 2025-11-25)"
 [[ $garra == /* ]] || die "give the garra binary as an absolute path (got $garra)"
 [[ -x $garra && -f $garra ]] || die "not an executable file: $garra"
 command -v curl >/dev/null || die "curl not found (needed to wait for /healthz)"
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 runner=$root/test/conformance/run.sh
-expected=$root/test/conformance/expected-failures-http.txt
 [[ -x $runner ]] || die "not found or not executable: $runner"
-[[ -f $expected ]] || die "not found: $expected"
+for v in "${revisions[@]}"; do
+	[[ -f $root/test/conformance/expected-failures-http-$v.txt ]] || die "not found: $root/test/conformance/expected-failures-http-$v.txt"
+done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/garra-conformance-gateway.XXXXXX")
 gw_pid="" runner_pid=""
@@ -124,12 +139,17 @@ fi
 echo "conformance-gateway: garra gateway (pid $gw_pid) on $base, bearer from a random GARRAIA_GATEWAY_API_KEY"
 
 rc=0
-# In the background so that a signal to this script is handled at once
-# (bash defers traps until a foreground command ends).
-"$runner" --url "$base/mcp" --header "Authorization: Bearer $key" --expected "$expected" "$@" &
-runner_pid=$!
-wait "$runner_pid" || rc=$?
-runner_pid=""
+for v in "${revisions[@]}"; do
+	# In the background so that a signal to this script is handled at once
+	# (bash defers traps until a foreground command ends).
+	"$runner" --url "$base/mcp" --header "Authorization: Bearer $key" --spec-version "$v" \
+		--expected "$root/test/conformance/expected-failures-http-$v.txt" "${args[@]+"${args[@]}"}" &
+	runner_pid=$!
+	r=0
+	wait "$runner_pid" || r=$?
+	runner_pid=""
+	((r > rc)) && rc=$r
+done
 
 # The key must never reach the gateway's own log.
 if grep -qF -- "$key" "$log"; then

@@ -39,6 +39,25 @@ func startServer(t *testing.T, env []string, args ...string) (*mcp.ClientSession
 // startServerWith is startServer with the client's options.
 func startServerWith(t *testing.T, opts *mcp.ClientOptions, env []string, args ...string) (*mcp.ClientSession, *lockedBuffer, *lockedBuffer) {
 	t.Helper()
+	w := startServerAt(t, opts, "", env, args...)
+	return w.cs, w.stdout, w.stderr
+}
+
+// wire is a client session with everything that crossed the child's pipes.
+type wire struct {
+	cs                    *mcp.ClientSession
+	stdin, stdout, stderr *lockedBuffer
+}
+
+type teeWriteCloser struct {
+	io.Writer
+	io.Closer
+}
+
+// startServerAt is startServerWith with the client asking for protocol
+// version (empty: the client's newest), keeping stdin too.
+func startServerAt(t *testing.T, opts *mcp.ClientOptions, version string, env []string, args ...string) wire {
+	t.Helper()
 	cmd := exec.Command(garraBin, append([]string{"mcp-server"}, args...)...)
 	cmd.Env = env
 	stdin, err := cmd.StdinPipe()
@@ -54,11 +73,13 @@ func startServerWith(t *testing.T, opts *mcp.ClientOptions, env []string, args .
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	raw := &lockedBuffer{}
-	transport := &mcp.IOTransport{Reader: teeReadCloser{io.TeeReader(stdout, raw), stdout}, Writer: stdin}
+	rawOut, rawIn := &lockedBuffer{}, &lockedBuffer{}
+	transport := &mcp.IOTransport{Reader: teeReadCloser{io.TeeReader(stdout, rawOut), stdout},
+		Writer: teeWriteCloser{io.MultiWriter(stdin, rawIn), stdin}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "child-test", Version: "0"}, opts).Connect(ctx, transport, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "child-test", Version: "0"}, opts).Connect(ctx, transport,
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect: %v\nstderr: %s", err, stderr.String())
 	}
@@ -73,7 +94,7 @@ func startServerWith(t *testing.T, opts *mcp.ClientOptions, env []string, args .
 			t.Error("mcp-server did not exit after stdin closed")
 		}
 	})
-	return cs, raw, stderr
+	return wire{cs: cs, stdin: rawIn, stdout: rawOut, stderr: stderr}
 }
 
 // assertJSONRPCOnly fails unless every stdout line is one JSON-RPC 2.0 message.

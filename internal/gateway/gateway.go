@@ -30,6 +30,7 @@ import (
 	"github.com/garraia/garra/internal/mcppolicy"
 	"github.com/garraia/garra/internal/redact"
 	"github.com/garraia/garra/internal/tools"
+	"github.com/garraia/garra/internal/unbuffered"
 )
 
 // MaxBodyBytes caps a POST /mcp body (413 beyond).
@@ -306,7 +307,7 @@ func (g *Gateway) Handler() http.Handler {
 	for _, route := range chatAPIRoutes {
 		mux.Handle(route, g.inFlight(func(p *policy) http.Handler { return p.api[route] }))
 	}
-	return mux
+	return unbuffered.SSE(mux)
 }
 
 // inFlight serves a request with the handler pick finds in the current

@@ -140,9 +140,7 @@ func streamOrJSON(asJSON, sse http.Handler) http.Handler {
 			asJSON.ServeHTTP(w, r)
 			return
 		}
-		// A buffering proxy in front (nginx) would hold the notifications
-		// back until the result.
-		w.Header().Set("X-Accel-Buffering", "no")
+		// Handler's unbuffered.SSE marks the stream for proxies.
 		sse.ServeHTTP(w, r)
 	})
 }

@@ -121,6 +121,7 @@ import (
 	"github.com/garraia/garra/internal/telemetry"
 	"github.com/garraia/garra/internal/toolchain"
 	"github.com/garraia/garra/internal/tools"
+	"github.com/garraia/garra/internal/unbuffered"
 )
 
 // TokenEnv is the environment variable the sandbox reads its bearer token
@@ -305,7 +306,13 @@ func New(o Options) (*Server, error) {
 	if version == "" {
 		version = "dev"
 	}
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: version}, &mcp.ServerOptions{Logger: s.sdkLogger()})
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: version}, &mcp.ServerOptions{
+		Logger: s.sdkLogger(),
+		// The tools and the toolchain resource are fixed at start: no
+		// listChanged (the SDK's default would say true). No prompts.
+		Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, //nolint:staticcheck // SA1019: deprecated at 2026-07-28; kept for 2025-11-25 clients, as the SDK's default had it
+			Tools: &mcp.ToolCapabilities{}, Resources: &mcp.ResourceCapabilities{}},
+	})
 	list, err := s.local.Tools(context.Background())
 	if err != nil {
 		_ = j.Close()
@@ -446,7 +453,7 @@ func (s *Server) buildHandler() http.Handler {
 		}
 		writeText(w, http.StatusOK, "ok")
 	})
-	return mux
+	return unbuffered.SSE(mux)
 }
 
 // sdkLogger is the logger handed to the go-sdk: warnings and errors only

@@ -96,7 +96,11 @@ var _ = Describe("A sandbox that refuses the gateway's token", Ordered, func() {
 		times.record("sandbox token parted → gateway verdict TokenRefused", time.Since(start))
 
 		// The operator, started again, shows the refusal in the status...
-		Expect(k.scaleDeployment(ctx, manager, 1)).To(Succeed())
+		// It repairs the Deployment in the same pass, and the gateway sees
+		// the repaired sandbox within seconds, so the refusal is in the
+		// status only briefly: the watch starts with the scale-up, not once
+		// the manager's pod is reported available.
+		Expect(k.setReplicas(ctx, manager, 1)).To(Succeed())
 		start = time.Now()
 		Eventually(func(g Gomega) {
 			row := verifiedRow(ctx, gs, orchName)
@@ -108,7 +112,7 @@ var _ = Describe("A sandbox that refuses the gateway's token", Ordered, func() {
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(c.Message).To(ContainSubstring(orchName + " (" + sandboxz.TokenRefused + ")"))
-		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(100 * time.Millisecond).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(50 * time.Millisecond).Should(Succeed())
 		times.record("operator started → status Verified=False TokenRefused", time.Since(start))
 
 		// ...and, having put the Deployment back, shows it verified again.
@@ -148,9 +152,8 @@ func (k *cluster) managerDeployment(ctx context.Context) (client.ObjectKey, erro
 	return client.ObjectKeyFromObject(&list.Items[0]), nil
 }
 
-// scaleDeployment sets key's replicas and waits until that many pods are
-// available and no more exist.
-func (k *cluster) scaleDeployment(ctx context.Context, key client.ObjectKey, replicas int32) error {
+// setReplicas sets key's replicas and does not wait.
+func (k *cluster) setReplicas(ctx context.Context, key client.ObjectKey, replicas int32) error {
 	d := &appsv1.Deployment{}
 	if err := k.c.Get(ctx, key, d); err != nil {
 		return err
@@ -160,6 +163,16 @@ func (k *cluster) scaleDeployment(ctx context.Context, key client.ObjectKey, rep
 	if err := k.c.Patch(ctx, d, patch); err != nil {
 		return fmt.Errorf("scale %s to %d: %w", key, replicas, err)
 	}
+	return nil
+}
+
+// scaleDeployment sets key's replicas and waits until that many pods are
+// available and no more exist.
+func (k *cluster) scaleDeployment(ctx context.Context, key client.ObjectKey, replicas int32) error {
+	if err := k.setReplicas(ctx, key, replicas); err != nil {
+		return err
+	}
+	d := &appsv1.Deployment{}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	for {

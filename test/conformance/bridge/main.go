@@ -8,6 +8,9 @@
 // itself, so initialize, logging/setLevel, tools/list and the rest are
 // answered by the child. Only the transport is the bridge's: sessions,
 // SSE framing, the Host/Origin check and the MCP-Protocol-Version check.
+// Requests of the stateless revision (2026-07-28: no initialize, no session,
+// the version in every request's _meta) share one child instead; see
+// stateless.go for the little that the bridge changes on their way.
 //
 // Proxy mode (--upstream URL) is a plain reverse proxy that adds the --header
 // values to every request, for servers that already speak HTTP but need e.g.
@@ -54,12 +57,15 @@ const (
 )
 
 // knownVersions are the protocol versions whose MCP-Protocol-Version header
-// the bridge lets through; anything else gets 400, as the spec requires.
+// the bridge lets through; an older unknown one gets 400, as the spec
+// requires. An unknown version from statelessVersion on reaches the child,
+// which names the versions it supports in its -32022 error.
 var knownVersions = map[string]bool{
-	"2024-11-05": true,
-	"2025-03-26": true,
-	"2025-06-18": true,
-	"2025-11-25": true,
+	"2024-11-05":     true,
+	"2025-03-26":     true,
+	"2025-06-18":     true,
+	"2025-11-25":     true,
+	statelessVersion: true,
 }
 
 type headerList []string
@@ -218,10 +224,11 @@ type bridge struct {
 	command []string
 	verbose bool
 
-	mu       sync.Mutex
-	sessions map[string]*session // addressable sessions, by id
-	started  []*session          // every session ever started, for closeAll
-	closed   bool
+	mu        sync.Mutex
+	sessions  map[string]*session // addressable sessions, by id
+	stateless *session            // the child that serves sessionless requests
+	started   []*session          // every session ever started, for closeAll
+	closed    bool
 }
 
 func (b *bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -229,7 +236,7 @@ func (b *bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Forbidden: Host or Origin is not localhost", http.StatusForbidden)
 		return
 	}
-	if v := r.Header.Get(versionHeader); v != "" && !knownVersions[v] {
+	if v := r.Header.Get(versionHeader); v != "" && !knownVersions[v] && v < statelessVersion {
 		http.Error(w, "Bad Request: unsupported "+versionHeader, http.StatusBadRequest)
 		return
 	}
@@ -318,11 +325,15 @@ func (b *bridge) servePOST(w http.ResponseWriter, r *http.Request) {
 
 	var s *session
 	if r.Header.Get(sessionHeader) == "" {
+		if isStateless(r, msgs) {
+			b.serveStateless(w, r, msgs, bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")))
+			return
+		}
 		if !hasMethod(msgs, "initialize") {
 			http.Error(w, "Bad Request: missing "+sessionHeader+" (only initialize may start a session)", http.StatusBadRequest)
 			return
 		}
-		s, err = b.newSession()
+		s, err = b.newSession(true)
 		if err != nil {
 			log.Printf("starting child: %v", err)
 			writeJSONRPCError(w, http.StatusInternalServerError, -32603, "bridge could not start the server process: "+err.Error())
@@ -394,7 +405,9 @@ func (b *bridge) serveDELETE(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (b *bridge) newSession() (*session, error) {
+// newSession starts a child. An addressable session is found by its
+// Mcp-Session-Id; the stateless one is not.
+func (b *bridge) newSession(addressable bool) (*session, error) {
 	var raw [16]byte
 	if _, err := rand.Read(raw[:]); err != nil {
 		return nil, err
@@ -447,7 +460,9 @@ func (b *bridge) newSession() (*session, error) {
 		log.Printf("session %s: child exited: %v", s.id[:8], exitStatus(err))
 		close(s.exited)
 	}()
-	b.sessions[s.id] = s
+	if addressable {
+		b.sessions[s.id] = s
+	}
 	b.started = append(b.started, s)
 	return s, nil
 }
@@ -499,6 +514,7 @@ type session struct {
 	progress   map[string]*stream // progress token -> stream of that request
 	standalone *stream            // the GET stream, if open
 	backlog    [][]byte           // for the standalone stream, until it opens
+	lastID     uint64             // the stateless session's last request id
 }
 
 // send writes one message to the child, newline-delimited as stdio requires.
@@ -575,10 +591,19 @@ func (s *session) route(raw []byte) {
 			log.Printf("session %s: response to %s has no open stream (dropped)", s.id[:8], m.ID)
 			return
 		}
+		if target.callerID != nil {
+			msg = target.restoreID(msg)
+		}
 		target.push(msg, true)
 		return
 	case m.Method == "notifications/progress" && m.Params.ProgressToken != nil:
 		target = s.progress[string(m.Params.ProgressToken)]
+	case m.Params.Meta.SubscriptionID != nil:
+		// A subscriptions/listen stream's notification names its request.
+		target = s.pending[string(m.Params.Meta.SubscriptionID)]
+		if target != nil && target.callerID != nil {
+			msg = target.restoreSubscriptionID(msg)
+		}
 	}
 	// Over stdio nothing ties a notification or server request to the client
 	// request it belongs to. Progress carries its token; anything else goes
@@ -702,6 +727,10 @@ type stream struct {
 	ids       []string // request ids it carries
 	progress  []string // progress tokens of those requests
 
+	// Stateless requests only: the id the caller gave its request, which
+	// the child saw as ids[0].
+	callerID json.RawMessage
+
 	mu     sync.Mutex
 	queue  [][]byte
 	final  bool // the last owed response is in queue
@@ -722,6 +751,13 @@ func (st *stream) push(msg []byte, isResponse bool) {
 	}
 	st.mu.Unlock()
 	st.signal()
+}
+
+// queued is how many messages wait to be written.
+func (st *stream) queued() int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return len(st.queue)
 }
 
 func (st *stream) signal() {
@@ -764,10 +800,7 @@ func (st *stream) serve(ctx context.Context, w http.ResponseWriter, sessionDone 
 			return
 		case <-sessionDone:
 			// Deliver what the child printed before it went away.
-			st.mu.Lock()
-			empty := len(st.queue) == 0
-			st.mu.Unlock()
-			if empty {
+			if st.queued() == 0 {
 				return
 			}
 		}
@@ -787,7 +820,9 @@ type message struct {
 	Params  struct {
 		ProgressToken json.RawMessage `json:"progressToken"`
 		Meta          struct {
-			ProgressToken json.RawMessage `json:"progressToken"`
+			ProgressToken   json.RawMessage `json:"progressToken"`
+			ProtocolVersion json.RawMessage `json:"io.modelcontextprotocol/protocolVersion"`
+			SubscriptionID  json.RawMessage `json:"io.modelcontextprotocol/subscriptionId"`
 		} `json:"_meta"`
 	} `json:"params"`
 
@@ -854,11 +889,20 @@ func accepts(r *http.Request, mediaType string) bool {
 }
 
 func writeJSONRPCError(w http.ResponseWriter, status, code int, msg string) {
+	writeJSONRPCErrorFor(w, nil, status, code, msg)
+}
+
+// writeJSONRPCErrorFor answers the request with this id (nil: id null).
+func writeJSONRPCErrorFor(w http.ResponseWriter, id json.RawMessage, status, code int, msg string) {
+	var rid any
+	if id != nil {
+		rid = id
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"jsonrpc": "2.0",
-		"id":      nil,
+		"id":      rid,
 		"error":   map[string]any{"code": code, "message": msg},
 	})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -28,12 +29,15 @@ func TestMain(m *testing.M) {
 func fakeChild() {
 	in := bufio.NewScanner(os.Stdin)
 	out := json.NewEncoder(os.Stdout)
+	var cancelled []json.RawMessage
 	for in.Scan() {
 		var req struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
 			Params struct {
-				Meta struct {
+				Code      int             `json:"code"`
+				RequestID json.RawMessage `json:"requestId"`
+				Meta      struct {
 					ProgressToken json.RawMessage `json:"progressToken"`
 				} `json:"_meta"`
 			} `json:"params"`
@@ -57,6 +61,17 @@ func fakeChild() {
 					"params": map[string]any{"progressToken": req.Params.Meta.ProgressToken, "progress": 1}})
 			}
 			_ = out.Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": map[string]any{"done": true}})
+		case "seen": // answers with the id it was given and its pid
+			_ = out.Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": map[string]any{"id": req.ID, "pid": os.Getpid()}})
+		case "listen": // acknowledges, and answers only when cancelled
+			_ = out.Encode(map[string]any{"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+				"params": map[string]any{"_meta": map[string]any{"io.modelcontextprotocol/subscriptionId": req.ID}}})
+		case "fail":
+			_ = out.Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{"code": req.Params.Code, "message": "failed as asked"}})
+		case "notifications/cancelled":
+			cancelled = append(cancelled, req.Params.RequestID)
+		case "cancelled": // the request ids cancelled so far
+			_ = out.Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": map[string]any{"ids": cancelled}})
 		default:
 			if req.ID != nil {
 				_ = out.Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": map[string]any{}})
@@ -83,14 +98,21 @@ func newTestBridge(t *testing.T) (*bridge, *httptest.Server) {
 
 func post(t *testing.T, url, session, body string) *http.Response {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	return postWith(context.Background(), t, url, sessionHeader, session, body)
+}
+
+// postWith POSTs body as an MCP client does, with header name set to value
+// unless value is empty.
+func postWith(ctx context.Context, t *testing.T, url, name, value, body string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	if session != "" {
-		req.Header.Set(sessionHeader, session)
+	if value != "" {
+		req.Header.Set(name, value)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
