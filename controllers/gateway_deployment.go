@@ -48,7 +48,7 @@ func gatewayDeployment(gs *garrav1alpha1.GarraServer, image, hash string) *appsv
 			corev1ac.VolumeMount().WithName("owner-key").WithMountPath(ownerDir).WithReadOnly(true),
 			corev1ac.VolumeMount().WithName("tokens").WithMountPath(TokensDir).WithReadOnly(true),
 		).
-		WithReadinessProbe(readinessProbe("/readyz", gatewayName(gs))).
+		WithReadinessProbe(readinessProbe("/readyz", gatewayName(gs), ReadinessPeriodSeconds)).
 		WithLivenessProbe(livenessProbe("/healthz", gatewayName(gs))).
 		WithSecurityContext(restrictedContainerSecurity())
 	if res := resources(gs.Spec.Gateway.Resources); res != nil {

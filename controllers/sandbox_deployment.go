@@ -105,7 +105,7 @@ func sandboxDeployment(gs *garrav1alpha1.GarraServer, o garrav1alpha1.Orchestrat
 			corev1ac.VolumeMount().WithName("tmp").WithMountPath(TmpDir),
 			corev1ac.VolumeMount().WithName("token").WithMountPath(SecretsDir).WithReadOnly(true),
 		).
-		WithReadinessProbe(readinessProbe("/readyz", "")).
+		WithReadinessProbe(readinessProbe("/readyz", "", SandboxReadinessPeriodSeconds)).
 		WithLivenessProbe(livenessProbe("/healthz", "")).
 		WithSecurityContext(restrictedContainerSecurity())
 	if res := resources(o.Sandbox.Resources); res != nil {

@@ -109,9 +109,9 @@ func TestSandboxDeployment(t *testing.T) {
 			}
 			if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.LivenessProbe == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" {
 				t.Errorf("probes = %+v %+v", c.ReadinessProbe, c.LivenessProbe)
-			} else if c.ReadinessProbe.PeriodSeconds != ReadinessPeriodSeconds || c.LivenessProbe.PeriodSeconds != 0 {
+			} else if c.ReadinessProbe.PeriodSeconds != SandboxReadinessPeriodSeconds || c.LivenessProbe.PeriodSeconds != 0 {
 				t.Errorf("probe periods = readiness %d s, liveness %d s; want %d s and the kubelet default",
-					c.ReadinessProbe.PeriodSeconds, c.LivenessProbe.PeriodSeconds, ReadinessPeriodSeconds)
+					c.ReadinessProbe.PeriodSeconds, c.LivenessProbe.PeriodSeconds, SandboxReadinessPeriodSeconds)
 			}
 		})
 	}

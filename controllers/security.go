@@ -69,12 +69,19 @@ func resources(r corev1.ResourceRequirements) *corev1ac.ResourceRequirementsAppl
 // GarraServer taking 11 s instead of 1 s); /readyz is cheap to answer.
 const ReadinessPeriodSeconds = 2
 
+// SandboxReadinessPeriodSeconds is the sandbox's, the shortest the kubelet
+// takes: a call that wakes a suspended sandbox waits for its pod to be
+// Ready (its Service sends nothing before), and the first probe, at the
+// container's start, comes before the process listens, so the wake waits
+// one period more (seen on a real node: 2 s of a 3 s wake).
+const SandboxReadinessPeriodSeconds = 1
+
 // readinessProbe and livenessProbe probe path on the container's named port;
 // host, when set, is sent as the Host header (the gateway refuses Hosts it
 // does not know). Liveness keeps the kubelet's defaults: restarting a pod is
 // not something to hurry.
-func readinessProbe(path, host string) *corev1ac.ProbeApplyConfiguration {
-	return httpProbe(path, host).WithPeriodSeconds(ReadinessPeriodSeconds)
+func readinessProbe(path, host string, periodSeconds int32) *corev1ac.ProbeApplyConfiguration {
+	return httpProbe(path, host).WithPeriodSeconds(periodSeconds)
 }
 
 func livenessProbe(path, host string) *corev1ac.ProbeApplyConfiguration {

@@ -34,6 +34,18 @@ const touchEvery = 5 * time.Second
 // wakePoll is how often a waking sandbox is asked whether it answers.
 const wakePoll = 100 * time.Millisecond
 
+// wakeAttemptTimeout bounds the nth handshake with a waking sandbox. The
+// first ones are short: a connection made before the pod is reachable
+// may get no answer at all, and waiting long on it would delay the wake
+// by that much; later ones grow, so that a slow node still gets an answer.
+// Pure, for the table test.
+func wakeAttemptTimeout(n int) time.Duration {
+	if n >= 3 {
+		return 2 * time.Second
+	}
+	return 250 * time.Millisecond << n
+}
+
 // Waker marks a call on a sandbox Deployment and scales it to one
 // replica; it reports whether a replica was available already.
 type Waker interface {
@@ -150,8 +162,8 @@ func (g *policy) wakeSandbox(ctx context.Context, c mcppolicy.Caller, token stri
 		return fmt.Errorf("%w: %w", errWake, err)
 	}
 	remote := tools.NewRemote(tools.RemoteOptions{URL: c.Sandbox.URL, Token: token, TracerProvider: g.tracing})
-	for {
-		attempt, cancel := context.WithTimeout(ctx, 2*time.Second)
+	for n := 0; ; n++ {
+		attempt, cancel := context.WithTimeout(ctx, wakeAttemptTimeout(n))
 		_, err := remote.Tools(attempt)
 		cancel()
 		if err == nil {
