@@ -18,6 +18,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -81,7 +82,10 @@ func jsonBlock(v any) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+// dnsLabel is an orchestrator name's shape, compiled on first use.
+var dnsLabel = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+})
 
 // MaxNameLen bounds an orchestrator's name (a DNS label of at most 40).
 const MaxNameLen = 40

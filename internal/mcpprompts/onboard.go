@@ -43,7 +43,7 @@ func ParseOnboard(args map[string]string, defaultEndpoint string) (OnboardInput,
 		return OnboardInput{}, err
 	}
 	in := OnboardInput{Name: strings.TrimSpace(args["name"]), Endpoint: strings.TrimSpace(args["endpoint"])}
-	if len(in.Name) > MaxNameLen || !dnsLabel.MatchString(in.Name) {
+	if len(in.Name) > MaxNameLen || !dnsLabel().MatchString(in.Name) {
 		return in, InvalidArgument("name", "%q must be a DNS label of at most %d characters (lowercase letters, digits and '-', starting and ending alphanumeric)", in.Name, MaxNameLen)
 	}
 	tools := args["tools"]

@@ -162,6 +162,26 @@ func TestBuiltins(t *testing.T) {
 	}
 }
 
+// The built-in expressions compile on first use, so a malformed one would
+// panic only when some text arms it: compile them all here, and check that
+// each redacted group exists.
+func TestBuiltinExpressionsCompile(t *testing.T) {
+	n := 0
+	for _, r := range builtins {
+		rr, ok := r.(*reRule)
+		if !ok {
+			continue
+		}
+		n++
+		if re := rr.re(); rr.group > re.NumSubexp() {
+			t.Errorf("%s: group %d, the expression has %d", re, rr.group, re.NumSubexp())
+		}
+	}
+	if n == 0 {
+		t.Fatal("no expression rule among the built-ins")
+	}
+}
+
 func TestBuiltinsInContexts(t *testing.T) {
 	// Every self-identifying secret, in prose, JSON, a header with an
 	// ordinary name, a URL query and a URL path.

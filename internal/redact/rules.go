@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // text is the input of one redaction round, with the set of trigger
@@ -116,43 +117,43 @@ var builtins = []rule{
 	// OpenAI (sk-, sk-proj-, sk-svcacct-, sk-admin-), OpenRouter
 	// (sk-or-v1-) and Anthropic (sk-ant-api03-, sk-ant-admin01-) keys.
 	&reRule{
-		re:    regexp.MustCompile(`sk-[A-Za-z0-9_-]{20,}`),
+		re:    lazyRegexp(`sk-[A-Za-z0-9_-]{20,}`),
 		need:  []string{"sk-"},
 		check: skKey,
 	},
 	// Stripe secret and restricted keys.
 	&reRule{
-		re:    regexp.MustCompile(`[rs]k_(?:live|test)_[A-Za-z0-9]{16,}`),
+		re:    lazyRegexp(`[rs]k_(?:live|test)_[A-Za-z0-9]{16,}`),
 		need:  []string{"k_live_", "k_test_"},
 		check: wordStart,
 	},
 	// Google API keys (Gemini, Maps, …).
 	&reRule{
-		re:    regexp.MustCompile(`AIza[A-Za-z0-9_-]{35}`),
+		re:    lazyRegexp(`AIza[A-Za-z0-9_-]{35}`),
 		need:  []string{"AIza"},
 		check: wordStart,
 	},
 	// GitHub personal, OAuth, user-to-server, server-to-server and refresh
 	// tokens, and fine-grained personal access tokens.
 	&reRule{
-		re:    regexp.MustCompile(`gh[pousr]_[A-Za-z0-9]{36,}`),
+		re:    lazyRegexp(`gh[pousr]_[A-Za-z0-9]{36,}`),
 		need:  []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"},
 		check: wordStart,
 	},
 	&reRule{
-		re:    regexp.MustCompile(`github_pat_[A-Za-z0-9_]{30,}`),
+		re:    lazyRegexp(`github_pat_[A-Za-z0-9_]{30,}`),
 		need:  []string{"github_pat_"},
 		check: wordStart,
 	},
 	// AWS access key ids (long-term and temporary).
 	&reRule{
-		re:    regexp.MustCompile(`(?:AKIA|ASIA)[A-Z0-9]{16}\b`),
+		re:    lazyRegexp(`(?:AKIA|ASIA)[A-Z0-9]{16}\b`),
 		need:  []string{"AKIA", "ASIA"},
 		check: wordStart,
 	},
 	// Slack bot, user, app, workspace and refresh tokens.
 	&reRule{
-		re:    regexp.MustCompile(`xox[abposre]-[A-Za-z0-9-]{10,}`),
+		re:    lazyRegexp(`xox[abposre]-[A-Za-z0-9-]{10,}`),
 		need:  []string{"xox"},
 		check: wordStart,
 	},
@@ -160,13 +161,13 @@ var builtins = []rule{
 	// with AA. The whole token goes, as the id alone identifies the bot.
 	// No boundary check: the token is usually glued to /bot in API URLs.
 	&reRule{
-		re:   regexp.MustCompile(`[0-9]{5,16}:AA[A-Za-z0-9_-]{30,}`),
+		re:   lazyRegexp(`[0-9]{5,16}:AA[A-Za-z0-9_-]{30,}`),
 		need: []string{":AA"},
 	},
 	// JSON Web Tokens: base64url header and payload, both JSON objects, and
 	// a signature that may be empty (alg none).
 	&reRule{
-		re:    regexp.MustCompile(`eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`),
+		re:    lazyRegexp(`eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`),
 		need:  []string{"eyJ"},
 		check: wordStart,
 	},
@@ -176,18 +177,18 @@ var builtins = []rule{
 	// escape other than \n, \r, \t, \/ and \\; JSON-escaped line breaks are
 	// thus part of the body.
 	&reRule{
-		re:    regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----((?:[^"\\-]|\\[nrt/\\]|-[^"\\-])*)`),
+		re:    lazyRegexp(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----((?:[^"\\-]|\\[nrt/\\]|-[^"\\-])*)`),
 		need:  []string{"PRIVATE KEY"},
 		group: 1,
 	},
 	// Incoming-webhook URLs, which let anyone holding them post.
 	&reRule{
-		re:    regexp.MustCompile(`hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9/_-]+)`),
+		re:    lazyRegexp(`hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9/_-]+)`),
 		need:  []string{"hooks.slack.com/"},
 		group: 1,
 	},
 	&reRule{
-		re:    regexp.MustCompile(`discord(?:app)?\.com/api/webhooks/([0-9]+/[A-Za-z0-9_-]+)`),
+		re:    lazyRegexp(`discord(?:app)?\.com/api/webhooks/([0-9]+/[A-Za-z0-9_-]+)`),
 		need:  []string{"/api/webhooks/"},
 		group: 1,
 	},
@@ -200,10 +201,11 @@ var builtins = []rule{
 
 // reRule is a regular expression, applied only when one of the literals in
 // need occurs in the text (a cheap test that spares most inputs the regexp
-// scan). group selects the submatch to redact. check, if set, vets each
-// match and may narrow the span; a rejected match is skipped whole.
+// scan, and the regexp its compilation until such an input comes). group
+// selects the submatch to redact. check, if set, vets each match and may
+// narrow the span; a rejected match is skipped whole.
 type reRule struct {
-	re    *regexp.Regexp
+	re    func() *regexp.Regexp
 	need  []string
 	mask  uint64 // bits of need in triggers
 	group int
@@ -215,7 +217,7 @@ func (r *reRule) find(t *text, out []span) []span {
 	if t.armed&r.mask == 0 {
 		return out
 	}
-	for _, m := range r.re.FindAllStringSubmatchIndex(s, -1) {
+	for _, m := range r.re().FindAllStringSubmatchIndex(s, -1) {
 		a, b := m[2*r.group], m[2*r.group+1]
 		if a < 0 {
 			continue
@@ -229,6 +231,12 @@ func (r *reRule) find(t *text, out []span) []span {
 		}
 	}
 	return out
+}
+
+// lazyRegexp compiles expr the first time it is asked for: most text
+// never arms a rule, so most processes never need its expression.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }
 
 // wordStart accepts a match not glued to a preceding letter, digit or

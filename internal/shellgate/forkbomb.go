@@ -291,7 +291,7 @@ func wordTurns(w *syntax.Word) int {
 	for _, p := range w.Parts {
 		switch p := p.(type) {
 		case *syntax.Lit:
-			for _, m := range braceCountRe.FindAllStringSubmatch(p.Value, -1) {
+			for _, m := range braceCountRe().FindAllStringSubmatch(p.Value, -1) {
 				lo, _ := strconv.Atoi(m[1])
 				hi, _ := strconv.Atoi(m[2])
 				n *= max(1, abs(hi-lo)+1)

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -177,7 +178,7 @@ func unquotedLit(s string, val, pat *strings.Builder, a *arg) {
 				pat.WriteByte(anyStr)
 				continue
 			}
-			if braceRangeRe.MatchString(s[i+1 : end]) {
+			if braceRangeRe().MatchString(s[i+1 : end]) {
 				pat.WriteByte(anyTok) // {1..10}: integers only
 			} else {
 				a.numeric = false
@@ -192,9 +193,16 @@ func unquotedLit(s string, val, pat *strings.Builder, a *arg) {
 	}
 }
 
+// braceRangeRe is the inside of a numeric sequence expansion, {1..5} or
+// {10..1..2} without the braces; braceCountRe finds whole ones in a word.
+// Both are compiled on first use, like the package's other tables.
 var (
-	braceRangeRe = regexp.MustCompile(`^-?[0-9]+\.\.-?[0-9]+(\.\.-?[0-9]+)?$`)
-	braceCountRe = regexp.MustCompile(`\{(-?[0-9]{1,9})\.\.(-?[0-9]{1,9})(\.\.-?[0-9]+)?\}`)
+	braceRangeRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^-?[0-9]+\.\.-?[0-9]+(\.\.-?[0-9]+)?$`)
+	})
+	braceCountRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\{(-?[0-9]{1,9})\.\.(-?[0-9]{1,9})(\.\.-?[0-9]+)?\}`)
+	})
 )
 
 // braceEnd returns the index of the '}' closing the group opened at s[open]

@@ -50,11 +50,15 @@ const (
 )
 
 // namePattern is a program name: no path, no shell syntax. The CRD's
-// requiredTools items use the same pattern.
-var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$`)
+// requiredTools items use the same pattern. Compiled on first use: the
+// bounded repetition makes it the costliest table in the package, and most
+// commands of the binary never check a name.
+var namePattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$`)
+})
 
 // ValidName reports whether name may be looked up on PATH.
-func ValidName(name string) bool { return namePattern.MatchString(name) }
+func ValidName(name string) bool { return namePattern().MatchString(name) }
 
 // CheckRequired refuses a list the sandbox could not look up, naming the
 // first bad entry.
@@ -71,23 +75,26 @@ func CheckRequired(names []string) error {
 }
 
 // wellKnown are the programs always looked for, with the arguments that
-// make each print its version.
-var wellKnown = map[string][]string{
-	"bash": {"--version"}, "git": {"--version"}, "make": {"--version"}, "cmake": {"--version"},
-	"gcc": {"--version"}, "clang": {"--version"}, "go": {"version"}, "rustc": {"--version"},
-	"cargo": {"--version"}, "node": {"--version"}, "npm": {"--version"}, "yarn": {"--version"},
-	"pnpm": {"--version"}, "deno": {"--version"}, "bun": {"--version"}, "python3": {"--version"},
-	"python": {"--version"}, "pip3": {"--version"}, "uv": {"--version"}, "ruby": {"--version"},
-	"perl": {"--version"}, "php": {"--version"}, "java": {"-version"}, "javac": {"-version"},
-	"mvn": {"--version"}, "gradle": {"--version"}, "dotnet": {"--version"}, "kubectl": {"version", "--client"},
-	"helm": {"version", "--short"}, "terraform": {"version"}, "docker": {"--version"}, "curl": {"--version"},
-	"jq": {"--version"}, "rg": {"--version"}, "tar": {"--version"}, "ssh": {"-V"},
-}
+// make each print its version, built on first use.
+var wellKnown = sync.OnceValue(func() map[string][]string {
+	return map[string][]string{
+		"bash": {"--version"}, "git": {"--version"}, "make": {"--version"}, "cmake": {"--version"},
+		"gcc": {"--version"}, "clang": {"--version"}, "go": {"version"}, "rustc": {"--version"},
+		"cargo": {"--version"}, "node": {"--version"}, "npm": {"--version"}, "yarn": {"--version"},
+		"pnpm": {"--version"}, "deno": {"--version"}, "bun": {"--version"}, "python3": {"--version"},
+		"python": {"--version"}, "pip3": {"--version"}, "uv": {"--version"}, "ruby": {"--version"},
+		"perl": {"--version"}, "php": {"--version"}, "java": {"-version"}, "javac": {"-version"},
+		"mvn": {"--version"}, "gradle": {"--version"}, "dotnet": {"--version"}, "kubectl": {"version", "--client"},
+		"helm": {"version", "--short"}, "terraform": {"version"}, "docker": {"--version"}, "curl": {"--version"},
+		"jq": {"--version"}, "rg": {"--version"}, "tar": {"--version"}, "ssh": {"-V"},
+	}
+})
 
 // WellKnown lists the programs always looked for, sorted.
 func WellKnown() []string {
-	out := make([]string, 0, len(wellKnown))
-	for n := range wellKnown {
+	known := wellKnown()
+	out := make([]string, 0, len(known))
+	for n := range known {
 		out = append(out, n)
 	}
 	slices.Sort(out)
@@ -158,7 +165,7 @@ func Discover(ctx context.Context, o Options) Report {
 	}
 	names := WellKnown()
 	for n := range required {
-		if _, ok := wellKnown[n]; !ok {
+		if _, ok := wellKnown()[n]; !ok {
 			names = append(names, n)
 		}
 	}
@@ -179,7 +186,7 @@ func Discover(ctx context.Context, o Options) Report {
 	var wg sync.WaitGroup
 	for i := range rep.Tools {
 		t := &rep.Tools[i]
-		args, ok := wellKnown[t.Name]
+		args, ok := wellKnown()[t.Name]
 		if !ok {
 			args = []string{"--version"}
 		}
@@ -314,7 +321,7 @@ func (b *boundedBuffer) bytes() []byte {
 // versions cut to one printable line, errors to a short one, and no more
 // entries than a discovery can produce.
 func Sanitize(rep Report) Report {
-	limit := len(wellKnown) + MaxRequired
+	limit := len(wellKnown()) + MaxRequired
 	out := Report{Tools: []Tool{}, Required: []string{}, Missing: []string{}, DiscoveredAt: rep.DiscoveredAt, DurationMS: rep.DurationMS}
 	for _, t := range rep.Tools {
 		if len(out.Tools) < limit && ValidName(t.Name) {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -189,46 +190,50 @@ func ranges(rs ...string) []refusedRange {
 }
 
 // refusedV4 lists the IPv4 ranges that are not the public internet, first
-// match wins.
-var refusedV4 = ranges(
-	"0.0.0.0/32", refusedUnspecified, // connect() to it reaches this host
-	"0.0.0.0/8", refusedReserved, // "this network"
-	"10.0.0.0/8", refusedPrivate,
-	"100.64.0.0/10", refusedShared,
-	"127.0.0.0/8", refusedLoopback,
-	"169.254.0.0/16", refusedLinkLocal, // cloud metadata lives here
-	"172.16.0.0/12", refusedPrivate,
-	"192.0.0.0/24", refusedReserved, // IETF protocol assignments
-	"192.0.2.0/24", refusedReserved, // documentation
-	"192.88.99.0/24", refusedReserved, // former 6to4 relay anycast
-	"192.168.0.0/16", refusedPrivate,
-	"198.18.0.0/15", refusedBenchmark,
-	"198.51.100.0/24", refusedReserved, // documentation
-	"203.0.113.0/24", refusedReserved, // documentation
-	"224.0.0.0/4", refusedMulticast,
-	"255.255.255.255/32", refusedBroadcast,
-	"240.0.0.0/4", refusedReserved,
-)
+// match wins. Both tables are parsed on first use.
+var refusedV4 = sync.OnceValue(func() []refusedRange {
+	return ranges(
+		"0.0.0.0/32", refusedUnspecified, // connect() to it reaches this host
+		"0.0.0.0/8", refusedReserved, // "this network"
+		"10.0.0.0/8", refusedPrivate,
+		"100.64.0.0/10", refusedShared,
+		"127.0.0.0/8", refusedLoopback,
+		"169.254.0.0/16", refusedLinkLocal, // cloud metadata lives here
+		"172.16.0.0/12", refusedPrivate,
+		"192.0.0.0/24", refusedReserved, // IETF protocol assignments
+		"192.0.2.0/24", refusedReserved, // documentation
+		"192.88.99.0/24", refusedReserved, // former 6to4 relay anycast
+		"192.168.0.0/16", refusedPrivate,
+		"198.18.0.0/15", refusedBenchmark,
+		"198.51.100.0/24", refusedReserved, // documentation
+		"203.0.113.0/24", refusedReserved, // documentation
+		"224.0.0.0/4", refusedMulticast,
+		"255.255.255.255/32", refusedBroadcast,
+		"240.0.0.0/4", refusedReserved,
+	)
+})
 
 // refusedV6 lists the IPv6 ranges refused outright, first match wins.
 // Ranges that embed an IPv4 address are judged by that address (see
 // destinationRefusal), and anything outside 2000::/3 is refused as
 // reserved.
-var refusedV6 = ranges(
-	"::/128", refusedUnspecified,
-	"::1/128", refusedLoopback,
-	"64:ff9b:1::/48", refusedPrivate, // local-use NAT64
-	"100::/64", refusedReserved, // discard-only
-	"2001:2::/48", refusedBenchmark,
-	"2001:10::/28", refusedReserved, // ORCHID
-	"2001:20::/28", refusedReserved, // ORCHIDv2
-	"2001:db8::/32", refusedReserved, // documentation
-	"3fff::/20", refusedReserved, // documentation
-	"fc00::/7", refusedPrivate, // unique local
-	"fe80::/10", refusedLinkLocal,
-	"fec0::/10", refusedPrivate, // site-local, deprecated
-	"ff00::/8", refusedMulticast,
-)
+var refusedV6 = sync.OnceValue(func() []refusedRange {
+	return ranges(
+		"::/128", refusedUnspecified,
+		"::1/128", refusedLoopback,
+		"64:ff9b:1::/48", refusedPrivate, // local-use NAT64
+		"100::/64", refusedReserved, // discard-only
+		"2001:2::/48", refusedBenchmark,
+		"2001:10::/28", refusedReserved, // ORCHID
+		"2001:20::/28", refusedReserved, // ORCHIDv2
+		"2001:db8::/32", refusedReserved, // documentation
+		"3fff::/20", refusedReserved, // documentation
+		"fc00::/7", refusedPrivate, // unique local
+		"fe80::/10", refusedLinkLocal,
+		"fec0::/10", refusedPrivate, // site-local, deprecated
+		"ff00::/8", refusedMulticast,
+	)
+})
 
 var (
 	v4Compatible  = netip.MustParsePrefix("::/96")        // deprecated ::a.b.c.d
@@ -250,9 +255,9 @@ func destinationRefusal(ip netip.Addr) string {
 	}
 	ip = ip.Unmap()
 	if ip.Is4() {
-		return rangeRefusal(refusedV4, ip)
+		return rangeRefusal(refusedV4(), ip)
 	}
-	if why := rangeRefusal(refusedV6, ip); why != "" {
+	if why := rangeRefusal(refusedV6(), ip); why != "" {
 		return why
 	}
 	b := ip.As16()
