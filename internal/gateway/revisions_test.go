@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -33,9 +34,9 @@ func TestMCPBothRevisions(t *testing.T) {
 	}
 }
 
-// A subscriptions/listen stream is the one response the gateway sends as
-// server-sent events today; it tells a proxy in front not to buffer it. A
-// JSON answer is left alone.
+// A subscriptions/listen stream, like a call that asked for progress, is
+// sent as server-sent events and tells a proxy in front not to buffer it.
+// A JSON answer is left alone.
 func TestListenStreamIsUnbuffered(t *testing.T) {
 	h := start(t, enabled, nil)
 	resp, first := mcpwire.Listen(t, h.url+"/mcp", ownerKey)
@@ -46,11 +47,7 @@ func TestListenStreamIsUnbuffered(t *testing.T) {
 		t.Fatalf("first event: %s", first)
 	}
 
-	req, _ := http.NewRequest(http.MethodPost, h.url+"/mcp", strings.NewReader(toolsList))
-	req.Header.Set("Authorization", "Bearer "+ownerKey)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	plain, err := http.DefaultClient.Do(req)
+	plain, err := doRawPost(context.Background(), h.url, ownerKey, toolsList)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -203,7 +203,9 @@ func (s *server) serverOptions() *mcp.ServerOptions {
 		Capabilities: &mcp.ServerCapabilities{
 			// The SDK's own default, which clients have always been told
 			// (logging/setLevel is answered).
-			Logging:   &mcp.LoggingCapabilities{}, //nolint:staticcheck // deprecated by a protocol version the clients do not negotiate yet
+			Logging: &mcp.LoggingCapabilities{}, //nolint:staticcheck // deprecated at 2026-07-28; kept for 2025-11-25 clients
+			// No listChanged: a server's lists never change under it (a
+			// config reload builds new servers), so no notice would come.
 			Tools:     &mcp.ToolCapabilities{},
 			Resources: &mcp.ResourceCapabilities{},
 			Prompts:   &mcp.PromptCapabilities{},
