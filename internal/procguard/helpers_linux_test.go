@@ -43,7 +43,7 @@ const (
 // may read and execute (the go test build directory is private); otherwise
 // as the test's own user from the test binary itself. dir is a directory
 // that user may write.
-func unprivileged(t *testing.T) (exe string, cred *syscall.Credential, dir string) {
+func unprivileged(t testing.TB) (exe string, cred *syscall.Credential, dir string) {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -131,6 +131,8 @@ func runHelper(role string) int {
 		return attack(os.Getenv("TARGET_PID"), os.Getenv("CANARY"))
 	case "run":
 		return runSupervised()
+	case "repeat":
+		return repeatSupervised()
 	}
 	fmt.Fprintln(os.Stderr, "unknown helper role", role)
 	return 2
@@ -230,5 +232,26 @@ func runSupervised() int {
 		r.Err = err.Error()
 	}
 	_ = json.NewEncoder(os.Stdout).Encode(r)
+	return 0
+}
+
+// repeatSupervised runs /bin/true under a supervisor N times in a row
+// (MAX_PROCS as for "run"), for the benchmark: one helper start for many
+// supervised commands.
+func repeatSupervised() int {
+	n, _ := strconv.Atoi(os.Getenv("N"))
+	maxProcs, _ := strconv.Atoi(os.Getenv("MAX_PROCS"))
+	for range n {
+		c := procguard.Command(context.Background(), procguard.Limits{MaxProcs: maxProcs}, "/bin/true")
+		c.Cmd.Env = []string{}
+		if err := c.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if err := c.Wait(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
 	return 0
 }

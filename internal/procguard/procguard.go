@@ -69,3 +69,8 @@ func (l Limits) maxProcs() int {
 // that executes garra this way gains nothing: the supervisor runs with its
 // caller's uid whatever it is asked to run).
 const supervisorArg0 = "garra-call-supervisor"
+
+// limitStageArg0 is the argv[0] of the short-lived process between a
+// supervisor and its command: it sets the command's process limit on itself
+// and execs the command (see startCommand).
+const limitStageArg0 = "garra-call-limit"

@@ -3,9 +3,9 @@ package procguard
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,11 +14,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The supervisor takes over before main: a test binary or garra itself,
-// re-executed by Command, must not run its own main.
+// The supervisor and its limit stage take over before main: a test binary
+// or garra itself, re-executed by Command, must not run its own main.
 func init() {
-	if len(os.Args) > 0 && os.Args[0] == supervisorArg0 {
+	if len(os.Args) == 0 {
+		return
+	}
+	switch os.Args[0] {
+	case supervisorArg0:
 		os.Exit(supervise(os.Args[1:]))
+	case limitStageArg0:
+		os.Exit(limitAndExec(os.Args[1:]))
 	}
 }
 
@@ -61,11 +67,6 @@ func supervise(args []string) int {
 	if err != nil {
 		return fail(exitUsage, "%v", err)
 	}
-	// Once the command has used up the process limit, which binds this
-	// process too, the runtime could not start another thread; the
-	// supervisor allocates next to nothing, so a collector (whose workers
-	// might want one) is not worth that risk.
-	debug.SetGCPercent(-1)
 	// Nothing in here is secret (the parent passes only the allowlisted
 	// environment), but a dumpable supervisor could be ptraced by the
 	// command and told not to clean up.
@@ -75,11 +76,6 @@ func supervise(args []string) int {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fail(exitNotStart, "become a child subreaper: %v", err)
 	}
-	if maxProcs > 0 && os.Getuid() != 0 {
-		if err := limitProcs(maxProcs); err != nil {
-			return fail(exitNotStart, "%v", err)
-		}
-	}
 	// The parent asks for the end with SIGTERM (cancellation, and its own
 	// death through the parent-death signal); a terminal may send the
 	// others. Each kills the whole tree; the loop below then sees the
@@ -87,21 +83,8 @@ func supervise(args []string) int {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 
-	// Running what the parent (this same binary) names is the
-	// supervisor's whole job; the parent is the one that decides.
-	proc, err := os.StartProcess(argv[0], argv, &os.ProcAttr{ //nolint:gosec // G702: see above
-		Env:   os.Environ(),
-		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
-		// Its own group, so a terminal's job control or a caller that
-		// only knows the group (kill -PGID) still reaches the command;
-		// SIGKILL if this supervisor dies without cleaning up.
-		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
-	})
+	proc, err := startCommand(argv, maxProcs)
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
 		return fail(exitNotStart, "%v", err)
 	}
 	report("ok")
@@ -135,6 +118,76 @@ func supervise(args []string) int {
 	return exitNotStart
 }
 
+// startCommand starts argv, in its own process group, with SIGKILL as its
+// parent-death signal (so it does not outlive a supervisor that dies without
+// cleaning up). A command bound by a process limit goes through the limit
+// stage (limitAndExec): the limit is set in the command's own process and
+// never in this one, because RLIMIT_NPROC is checked against the caller's
+// limit whenever it creates a thread, and a supervisor bound by it could not
+// start one once the command had used up the budget (the Go runtime then
+// aborts with "newosproc", leaving the tree behind).
+func startCommand(argv []string, maxProcs int) (*os.Process, error) {
+	attr := &os.ProcAttr{
+		Env:   os.Environ(),
+		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+		// Its own group, so a terminal's job control or a caller that
+		// only knows the group (kill -PGID) still reaches the command.
+		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	}
+	// The kernel does not apply the limit to root.
+	if maxProcs <= 0 || os.Getuid() == 0 {
+		// Running what the parent (this same binary) names is the
+		// supervisor's whole job; the parent is the one that decides.
+		proc, err := os.StartProcess(argv[0], argv, attr) //nolint:gosec // G702: see above
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return proc, err
+	}
+	// The stage reports on the pipe only when it fails; a successful exec
+	// closes its end (close-on-exec), so an empty read means the command runs.
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = r.Close() }()
+	attr.Files = append(attr.Files, w)
+	stage := append([]string{limitStageArg0, "-max-procs=" + strconv.Itoa(maxProcs), "--"}, argv...)
+	proc, err := os.StartProcess(selfExe, stage, attr) //nolint:gosec // G702: this binary, asked to run what the parent named (see above)
+	_ = w.Close()
+	if err != nil {
+		return nil, fmt.Errorf("start the limit stage: %w", err)
+	}
+	msg, _ := io.ReadAll(io.LimitReader(r, 4<<10))
+	if len(msg) == 0 {
+		return proc, nil
+	}
+	_, _ = proc.Wait()
+	return nil, errors.New(strings.TrimPrefix(string(msg), "error: "))
+}
+
+// limitAndExec is the limit stage's main: args are those of the
+// supervisor. It sets the process limit on itself and becomes the command;
+// it returns only when that fails, after writing the reason on statusFD.
+func limitAndExec(args []string) int {
+	syscall.CloseOnExec(statusFD)
+	status := os.NewFile(statusFD, "status")
+	fail := func(err error) int {
+		_, _ = status.WriteString("error: " + err.Error())
+		return exitNotStart
+	}
+	maxProcs, argv, err := parseSupervisorArgs(args)
+	if err != nil {
+		return fail(err)
+	}
+	if err := limitProcs(maxProcs); err != nil {
+		return fail(err)
+	}
+	// argv is what the supervisor was given by its parent (see above).
+	return fail(unix.Exec(argv[0], argv, os.Environ()))
+}
+
 // parseSupervisorArgs reads the arguments Command builds.
 func parseSupervisorArgs(args []string) (int, []string, error) {
 	if len(args) < 3 || args[1] != "--" {
@@ -148,7 +201,8 @@ func parseSupervisorArgs(args []string) (int, []string, error) {
 	return n, args[2:], nil
 }
 
-// limitProcs sets RLIMIT_NPROC to the uid's visible task count plus n.
+// limitProcs sets RLIMIT_NPROC to the uid's visible task count, but for
+// this process's own threads, plus n.
 // The limit counts every task of the real uid, so an absolute number
 // would either starve a user who already runs many processes or not bind
 // at all; the count is taken now, once. The hard limit goes down too, so
@@ -158,7 +212,11 @@ func limitProcs(n int) error {
 	if err := unix.Getrlimit(unix.RLIMIT_NPROC, &cur); err != nil {
 		return fmt.Errorf("read the process limit: %w", err)
 	}
-	want := uint64(userTasks(os.Getuid()) + n) //nolint:gosec // G115: a count plus a positive budget, never negative
+	// This process is about to become the command: its own threads end at
+	// the exec, and the command itself is the first of its n tasks.
+	uid := os.Getuid()
+	others := max(userTasks(uid)-tasksOf("self", uid), 0)
+	want := uint64(others + n) //nolint:gosec // G115: a count plus a positive budget, never negative
 	if cur.Max != unix.RLIM_INFINITY && cur.Max < want {
 		want = cur.Max
 	}
