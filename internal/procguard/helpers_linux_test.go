@@ -32,14 +32,17 @@ func TestMain(m *testing.M) {
 }
 
 // Unprivileged uids for tests that run as root: the server under test and,
-// for the other-uid case, the attacker.
+// for the other-uid case, the attacker. Neither is nobody (65534), which
+// other packages' tests run as at the same time: the process limit starts
+// from the uid's task count, and another package's helper ending mid-test
+// would give a command more room than the test allows it.
 const (
-	nobodyUID = 65534
+	serverUID = 65532
 	otherUID  = 65533
 )
 
 // unprivileged says how to run a helper as a non-root user: where the test
-// runs as root, as uid/gid 65534 from a copy of the test binary that uid
+// runs as root, as serverUID from a copy of the test binary that uid
 // may read and execute (the go test build directory is private); otherwise
 // as the test's own user from the test binary itself. dir is a directory
 // that user may write.
@@ -75,7 +78,7 @@ func unprivileged(t testing.TB) (exe string, cred *syscall.Credential, dir strin
 	if err := os.Chmod(dir, 0o777); err != nil { // past the umask
 		t.Fatal(err)
 	}
-	return exe, &syscall.Credential{Uid: nobodyUID, Gid: nobodyUID}, dir
+	return exe, &syscall.Credential{Uid: serverUID, Gid: serverUID}, dir
 }
 
 // pipeOwnedBy returns a pipe whose inode belongs to cred's uid, as the
