@@ -19,7 +19,12 @@ const (
 	SamplerArg     = "OTEL_TRACES_SAMPLER_ARG"
 	SDKDisabled    = "OTEL_SDK_DISABLED"
 	TracesExporter = "OTEL_TRACES_EXPORTER"
+	Protocol       = "OTEL_EXPORTER_OTLP_PROTOCOL"
+	TracesProtocol = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
 )
+
+// HTTPProtobuf is the one OTLP protocol Garra exports with.
+const HTTPProtobuf = "http/protobuf"
 
 // DefaultSampler is the sampler when OTEL_TRACES_SAMPLER is unset.
 const DefaultSampler = "parentbased_always_on"

@@ -39,6 +39,8 @@ const (
 	EnvSamplerArg     = otelenv.SamplerArg
 	EnvSDKDisabled    = otelenv.SDKDisabled
 	EnvTracesExporter = otelenv.TracesExporter
+	EnvProtocol       = otelenv.Protocol
+	EnvTracesProtocol = otelenv.TracesProtocol
 )
 
 // ScopeName is the instrumentation scope of every span Garra makes.
@@ -80,6 +82,9 @@ func ConfigFrom(getenv func(string) string, defaultService string) (Config, erro
 	if err != nil || u == "" {
 		return c, err
 	}
+	if err := checkProtocol(getenv); err != nil {
+		return c, err
+	}
 	c.TracesURL = u
 	c.ServiceName = strings.TrimSpace(getenv(EnvServiceName))
 	if c.ServiceName == "" {
@@ -90,6 +95,23 @@ func ConfigFrom(getenv func(string) string, defaultService string) (Config, erro
 		return Config{}, err
 	}
 	return c, nil
+}
+
+// checkProtocol refuses an OTLP protocol other than http/protobuf, the
+// only one Garra's exporter speaks: a collector told to expect gRPC (port
+// 4317) would otherwise get HTTP requests and every span would be lost
+// with nothing said. The signal-specific variable wins, as the spec says.
+func checkProtocol(getenv func(string) string) error {
+	name := EnvTracesProtocol
+	v := strings.TrimSpace(getenv(name))
+	if v == "" {
+		name = EnvProtocol
+		v = strings.TrimSpace(getenv(name))
+	}
+	if v != "" && v != otelenv.HTTPProtobuf {
+		return fmt.Errorf("%s: %q is not supported (Garra exports OTLP over %s only)", name, v, otelenv.HTTPProtobuf)
+	}
+	return nil
 }
 
 // tracesURL is the signal-specific endpoint as given, else the base
