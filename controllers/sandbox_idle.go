@@ -8,8 +8,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
@@ -153,9 +153,17 @@ func (r *GarraServerReconciler) suspendIdle(ctx context.Context, s *reconcileSta
 			continue
 		}
 		// A merge patch of replicas alone, not part of the apply: the
-		// gateway sets them back to one on the next call.
-		patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":0}}`))
+		// gateway sets them back to one on the next call. It holds only
+		// if the Deployment is still the one read: a call marked since
+		// (the read may come from a lagging cache) makes it conflict, and
+		// the next pass reads the mark instead of stopping that call's pod.
+		patch := client.MergeFromWithOptions(d.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		d.Spec.Replicas = ptr.To[int32](0)
 		if err := r.Patch(ctx, d, patch, client.FieldOwner(FieldOwner)); err != nil {
+			if apierrors.IsConflict(err) {
+				s.requeueAt(time.Second)
+				continue
+			}
 			return fmt.Errorf("suspend sandbox %s: %w", d.Name, err)
 		}
 		r.event(gs, false, EventSandboxSuspended, "Scale", "sandbox %s scaled to zero after %s without a call; the next call of %s wakes it", d.Name, idle, o.Name)

@@ -1,11 +1,17 @@
 package controllers
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
 func TestSuspendDue(t *testing.T) {
@@ -83,5 +89,49 @@ func TestIdleSandboxRendering(t *testing.T) {
 	}
 	if got := role.Rules[0].Verbs; len(got) != 2 || got[0] != "get" || got[1] != "patch" {
 		t.Errorf("wake role verbs %v", got)
+	}
+}
+
+// The suspend is decided on what the operator read, which may lag: a call
+// the gateway marked in between (its patch lands before the operator's)
+// must keep its sandbox. The operator's patch then conflicts, nothing is
+// scaled, and the pass looks again in a second; without a mark in between
+// the same pass scales the sandbox to zero.
+func TestSuspendIdleKeepsASandboxMarkedMeanwhile(t *testing.T) {
+	for _, marked := range []bool{true, false} {
+		gs := testServer()
+		gs.Spec.Orchestrators[0].Sandbox.IdleTimeout = &metav1.Duration{Duration: time.Minute}
+		now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+		dep := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: gs.Namespace, Name: sandboxName(gs, gs.Spec.Orchestrators[0].Name),
+				Annotations: map[string]string{AnnotationLastCall: now.Add(-time.Hour).Format(time.RFC3339Nano)}},
+			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1)},
+		}
+		funcs := interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if marked {
+				// The gateway's mark, between the operator's read and its patch.
+				mark := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+AnnotationLastCall+`":"`+now.Format(time.RFC3339Nano)+`"}}}`))
+				if err := c.Patch(ctx, dep.DeepCopy(), mark); err != nil {
+					return err
+				}
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		}}
+		base := fake.NewClientBuilder().WithScheme(testScheme).WithObjects(dep).WithInterceptorFuncs(funcs).Build()
+		r := &GarraServerReconciler{Client: base, APIReader: base, Now: func() time.Time { return now }}
+		s := &reconcileState{gs: gs}
+		if err := r.suspendIdle(context.Background(), s); err != nil {
+			t.Fatalf("marked %v: %v", marked, err)
+		}
+		got := &appsv1.Deployment{}
+		if err := base.Get(context.Background(), client.ObjectKeyFromObject(dep), got); err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int32{true: 1, false: 0}[marked]; *got.Spec.Replicas != want {
+			t.Errorf("marked meanwhile %v: replicas %d, want %d", marked, *got.Spec.Replicas, want)
+		}
+		if marked && s.requeue != time.Second {
+			t.Errorf("after a conflict the next look is in %s, want 1s", s.requeue)
+		}
 	}
 }

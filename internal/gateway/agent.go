@@ -132,18 +132,20 @@ func (g *policy) executorFor(ctx context.Context, c mcppolicy.Caller) (tools.Exe
 		if err != nil {
 			return nil, noop, fmt.Errorf("sandbox token: %w", err)
 		}
-		if err := g.wakeSandbox(ctx, c, token); err != nil {
+		release, err := g.wakeSandbox(ctx, c, token)
+		if err != nil {
 			return nil, noop, err
 		}
 		remote := tools.NewRemote(tools.RemoteOptions{URL: c.Sandbox.URL, Token: token, TracerProvider: g.tracing})
 		if key := g.cfg.LLM.Brave.APIKey; key != "" {
 			composed, err := newWithWebSearch(remote, key, g.cfg.LLM.Brave.BaseURL)
 			if err != nil {
+				release()
 				return nil, noop, err
 			}
-			return composed, noop, nil
+			return composed, release, nil
 		}
-		return remote, noop, nil
+		return remote, release, nil
 	}
 	dir := WorkspaceDir(g.cfg.DataDirPath(), c.Name)
 	j, err := openWorkspace(dir)

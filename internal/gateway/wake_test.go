@@ -152,3 +152,44 @@ func TestAgentCallFailsWhenTheSandboxCannotWake(t *testing.T) {
 		t.Fatalf("wakes %d, want a retry per call after a failure", waker.count())
 	}
 }
+
+// A call that comes while another is waking the sandbox waits for that
+// wake instead of running against a sandbox that is not there yet: both
+// runs' bash succeed, and the sandbox was woken once.
+func TestCallDuringAWakeWaitsForIt(t *testing.T) {
+	sbx := startSleepySandbox(t)
+	waker := &fakeWaker{sbx: sbx, delay: 600 * time.Millisecond}
+	bash := llmdouble.Step{ToolCalls: []llmdouble.Call{{Name: "bash", Args: `{"command":"echo up"}`}}}
+	double := llmdouble.New(t, bash, bash, llmdouble.Step{Text: "done"}, llmdouble.Step{Text: "done"})
+	h := start(t, wakeYAML(sbx.url, double.OpenAIBaseURL()),
+		map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "k", "SBX_TOKEN": sandboxToken},
+		func(o *gateway.Options) { o.Waker = waker })
+
+	envs := make([]map[string]any, 2)
+	var wg sync.WaitGroup
+	for i := range envs {
+		cs := client(t, h.url, "alpha-token-1234567")
+		wg.Go(func() {
+			// The second call comes while the first waits for the wake.
+			time.Sleep(time.Duration(i) * 200 * time.Millisecond)
+			envs[i], _ = call(t, cs, "garra_agent", map[string]any{"message": "run it"})
+		})
+	}
+	wg.Wait()
+	for i, env := range envs {
+		if env["ok"] != true {
+			t.Fatalf("call %d: %v", i, env)
+		}
+		calls, _ := env["tool_calls"].([]any)
+		for _, c := range calls {
+			if c.(map[string]any)["success"] != true {
+				t.Errorf("call %d ran bash before its sandbox woke: %v", i, env)
+			}
+		}
+	}
+	waker.mu.Lock()
+	defer waker.mu.Unlock()
+	if waker.asleep != 1 {
+		t.Errorf("%d wakes of a sleeping sandbox, want 1", waker.asleep)
+	}
+}
