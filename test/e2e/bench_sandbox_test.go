@@ -112,12 +112,14 @@ func BenchmarkSandboxIdleMemory(b *testing.B) {
 			gs := newGarraServer(k.p, "bench-mem-"+tc.name, orch{name: "o", tools: []garrav1alpha1.Tool{garrav1alpha1.ToolStatus}})
 			gs.Spec.Orchestrators[0].Sandbox.Image = tc.image
 			benchServer(b, k, gs)
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
 			var mem podMemory
 			for i := 0; i < b.N; i++ {
+				// Each reading waits for the pods to settle: its own bound.
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 				var err error
-				if mem, err = k.idleMemory(ctx, gs); err != nil {
+				mem, err = k.idleMemory(ctx, gs)
+				cancel()
+				if err != nil {
 					b.Fatal(err)
 				}
 			}
