@@ -141,11 +141,11 @@ func (ws *wakes) dueLocked(key string, now time.Time) bool {
 	return true
 }
 
-// hold keeps key marked while a call is in flight: every half interval it
-// calls mark when the last mark is at least an interval old. The returned release
-// stops it and marks once more if due, so the idle clock counts from near
-// the call's end. mark's failures are left to the next round (and a failed
-// mark is not throttled).
+// hold keeps key marked while a call is in flight: every half interval
+// it calls mark when the last mark is at least an interval old. The
+// returned release stops it and marks once more if due, so the idle clock
+// counts from near the call's end. A failed mark is not throttled: the
+// next round tries again.
 func (ws *wakes) hold(ctx context.Context, key string, now func() time.Time, mark func(context.Context, time.Time) error) (release func()) {
 	ctx, stop := context.WithCancel(ctx)
 	try := func(ctx context.Context) {

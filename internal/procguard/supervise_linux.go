@@ -201,9 +201,8 @@ func parseSupervisorArgs(args []string) (int, []string, error) {
 	return n, args[2:], nil
 }
 
-// limitProcs sets RLIMIT_NPROC to the uid's visible task count, but for
-// this process's own threads, plus n.
-// The limit counts every task of the real uid, so an absolute number
+// limitProcs sets RLIMIT_NPROC to the uid's visible task count, less
+// this process's own threads, plus n. The limit counts every task of the real uid, so an absolute number
 // would either starve a user who already runs many processes or not bind
 // at all; the count is taken now, once. The hard limit goes down too, so
 // the command cannot raise it again.
