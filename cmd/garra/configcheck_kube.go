@@ -5,11 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-
 	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/kube"
 )
 
 // apiServerProbeTimeout bounds the one request config check sends.
@@ -31,29 +28,22 @@ func apiServerProblems(cfg *config.Config, getenv func(string) string) []config.
 	if field == "" {
 		return nil
 	}
-	var rc *rest.Config
-	var err error
-	switch {
-	case cfg.Gateway.Auth.Kubeconfig != "":
-		rc, err = clientcmd.BuildConfigFromFlags("", cfg.Gateway.Auth.Kubeconfig)
-	case getenv("KUBERNETES_SERVICE_HOST") != "":
-		rc, err = rest.InClusterConfig()
-	default:
+	if cfg.Gateway.Auth.Kubeconfig == "" && getenv("KUBERNETES_SERVICE_HOST") == "" {
 		return nil // Check said there is no API server
+	}
+	rc, err := kube.Config(cfg.Gateway.Auth.Kubeconfig)
+	var c *kube.Client
+	if err == nil {
+		c, err = kube.New(rc, apiServerProbeTimeout)
 	}
 	if err != nil {
 		return []config.Problem{{Field: field, FailsClosed: true, Message: fmt.Sprintf("no API server client: %v", err)}}
 	}
-	rc.Timeout = apiServerProbeTimeout
-	dc, err := discovery.NewDiscoveryClientForConfig(rc)
-	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), apiServerProbeTimeout)
-		defer cancel()
-		_, err = dc.RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
-	}
-	if err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), apiServerProbeTimeout)
+	defer cancel()
+	if _, err := c.Version(ctx); err != nil {
 		return []config.Problem{{Field: field, FailsClosed: true,
-			Message: fmt.Sprintf("the API server at %s is not reachable (%v): ServiceAccount tokens cannot be reviewed, so these orchestrators are refused", rc.Host, err)}}
+			Message: fmt.Sprintf("the API server at %s is not reachable (%v): ServiceAccount tokens cannot be reviewed, so these orchestrators are refused", c.Host(), err)}}
 	}
 	return nil
 }

@@ -9,12 +9,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
-	authenticationv1 "k8s.io/client-go/kubernetes/typed/authentication/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/garraia/garra/internal/authn"
 	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/kube"
 )
 
 // resourceMetadataPath is where RFC 9728 puts the metadata of the
@@ -102,17 +100,11 @@ func (rs *reviewers) get(kubeconfig string) (authn.Reviewer, error) {
 	if r, ok := rs.built[kubeconfig]; ok {
 		return r, nil
 	}
-	var rc *rest.Config
-	var err error
-	if kubeconfig != "" {
-		rc, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
-	} else {
-		rc, err = rest.InClusterConfig()
-	}
+	rc, err := kube.Config(kubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("API server config: %w", err)
+		return nil, err
 	}
-	c, err := authenticationv1.NewForConfig(rc)
+	c, err := kube.New(rc, 0)
 	if err != nil {
 		return nil, fmt.Errorf("TokenReview client: %w", err)
 	}

@@ -8,12 +8,8 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	appsv1 "k8s.io/client-go/kubernetes/typed/apps/v1"
-	"k8s.io/client-go/rest"
-
 	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/kube"
 	"github.com/garraia/garra/internal/mcppolicy"
 	"github.com/garraia/garra/internal/sandboxz"
 	"github.com/garraia/garra/internal/tools"
@@ -58,13 +54,13 @@ type Waker interface {
 	Wake(ctx context.Context, w config.SandboxWake, at time.Time) (awake bool, err error)
 }
 
-// metav1PatchOptions names the gateway as the field manager of its marks.
-var metav1PatchOptions = metav1.PatchOptions{FieldManager: "garra-gateway"}
+// wakeFieldManager names the gateway as the field manager of its marks.
+const wakeFieldManager = "garra-gateway"
 
 // kubeWaker is the Waker of a gateway in its pod: one merge patch through
 // the Deployments API (the wake Role grants get and patch on exactly the
 // idle sandboxes).
-type kubeWaker struct{ c appsv1.AppsV1Interface }
+type kubeWaker struct{ c *kube.Client }
 
 func (k kubeWaker) Wake(ctx context.Context, w config.SandboxWake, at time.Time) (bool, error) {
 	patch, err := json.Marshal(map[string]any{
@@ -74,9 +70,9 @@ func (k kubeWaker) Wake(ctx context.Context, w config.SandboxWake, at time.Time)
 	if err != nil {
 		return false, err
 	}
-	d, err := k.c.Deployments(w.Namespace).Patch(ctx, w.Deployment, types.MergePatchType, patch, metav1PatchOptions)
+	d, err := k.c.MergePatchDeployment(ctx, w.Namespace, w.Deployment, patch, wakeFieldManager)
 	if err != nil {
-		return false, fmt.Errorf("wake Deployment %s/%s: %w", w.Namespace, w.Deployment, err)
+		return false, fmt.Errorf("wake: %w", err)
 	}
 	return d.Status.AvailableReplicas > 0, nil
 }
@@ -111,13 +107,13 @@ func (ws *wakes) get() (Waker, error) {
 	if ws.waker != nil {
 		return ws.waker, nil
 	}
-	rc, err := rest.InClusterConfig()
+	rc, err := kube.Config("")
 	if err != nil {
-		return nil, fmt.Errorf("API server config: %w", err)
+		return nil, err
 	}
-	c, err := appsv1.NewForConfig(rc)
+	c, err := kube.New(rc, 0)
 	if err != nil {
-		return nil, fmt.Errorf("deployments client: %w", err)
+		return nil, err
 	}
 	ws.waker = kubeWaker{c}
 	return ws.waker, nil
