@@ -982,7 +982,7 @@ var _ = Describe("GarraServer", func() {
 		Expect(get(ns, "team-a-gateway", &appsv1.Deployment{}).Spec.Template.Spec.Containers[0].Image).To(Equal("garra:fixed"))
 	})
 
-	It("runs replicas on a shared PostgreSQL store: no claim, a rolling update, a PDB, anti-affinity and the Lease RBAC", func() {
+	It("runs replicas on a shared PostgreSQL store: no claim, a rolling update, a PDB, anti-affinity, and no Lease RBAC", func() {
 		secret(ns, "pg", map[string]string{"dsn": "postgres://garra:pw@db:5432/garra"})
 		gs := &garrav1alpha1.GarraServer{
 			ObjectMeta: metav1.ObjectMeta{Name: "team-a", Namespace: ns},
@@ -1018,9 +1018,7 @@ var _ = Describe("GarraServer", func() {
 		}
 		Expect(env[EnvStoreDSN].ValueFrom.SecretKeyRef.Name).To(Equal("pg"))
 		Expect(env[EnvStoreDSN].ValueFrom.SecretKeyRef.Key).To(Equal("dsn"))
-		Expect(env[config.EnvPollerLease].Value).To(Equal("team-a-gateway-telegram"))
-		Expect(env[config.EnvPodName].ValueFrom.FieldRef.FieldPath).To(Equal("metadata.name"))
-		Expect(env[config.EnvPodNamespace].ValueFrom.FieldRef.FieldPath).To(Equal("metadata.namespace"))
+		Expect(env).NotTo(HaveKey("GARRA_POLLER_LEASE"), "the poller is elected through the shared store")
 		cm := get(ns, "team-a-gateway", &corev1.ConfigMap{}).Data["config.yml"]
 		Expect(cm).To(ContainSubstring("driver: postgres"))
 		Expect(cm).To(ContainSubstring("dsn_env: " + EnvStoreDSN))
@@ -1031,14 +1029,26 @@ var _ = Describe("GarraServer", func() {
 		Expect(pdb.Spec.MaxUnavailable.IntValue()).To(Equal(1))
 		Expect(pdb.Spec.Selector.MatchLabels).To(Equal(dep.Spec.Selector.MatchLabels))
 		Expect(get(ns, "team-a-gateway", &corev1.ServiceAccount{}).OwnerReferences).To(HaveLen(1))
-		role := get(ns, "team-a-gateway-poller", &rbacv1.Role{})
-		Expect(role.Rules).To(ConsistOf(
-			rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{"team-a-gateway-telegram"}, Verbs: []string{"get", "update"}},
-			rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
-		))
-		rb := get(ns, "team-a-gateway-poller", &rbacv1.RoleBinding{})
-		Expect(rb.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "team-a-gateway-poller"}))
-		Expect(rb.Subjects).To(Equal([]rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "team-a-gateway", Namespace: ns}}))
+		Expect(names(ns, &rbacv1.RoleList{})).NotTo(ContainElement("team-a-gateway-poller"))
+
+		By("deleting the poller Lease's Role and RoleBinding an earlier version made")
+		owner := server(ns)
+		ref := metav1.OwnerReference{APIVersion: garrav1alpha1.GroupVersion.String(), Kind: "GarraServer", Name: owner.Name,
+			UID: owner.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
+		legacy := metav1.ObjectMeta{Name: "team-a-gateway-poller", Namespace: ns, OwnerReferences: []metav1.OwnerReference{ref}}
+		must(k8sClient.Create(ctx, &rbacv1.Role{ObjectMeta: legacy}))
+		must(k8sClient.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: legacy,
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "team-a-gateway-poller"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "team-a-gateway", Namespace: ns}}}))
+		notMine := metav1.ObjectMeta{Name: "team-a-gateway-poller", Namespace: ns}
+		update(ns, func(gs *garrav1alpha1.GarraServer) { gs.Spec.Gateway.Replicas = 2 })
+		Eventually(func() []string { return names(ns, &rbacv1.RoleList{}) }, timeout, interval).ShouldNot(ContainElement("team-a-gateway-poller"))
+		Eventually(func() []string { return names(ns, &rbacv1.RoleBindingList{}) }, timeout, interval).ShouldNot(ContainElement("team-a-gateway-poller"))
+		By("leaving alone a Role of that name that the GarraServer does not own")
+		must(k8sClient.Create(ctx, &rbacv1.Role{ObjectMeta: notMine}))
+		update(ns, func(gs *garrav1alpha1.GarraServer) { gs.Spec.Gateway.Replicas = 3 })
+		Eventually(func() int32 { return *get(ns, "team-a-gateway", &appsv1.Deployment{}).Spec.Replicas }, timeout, interval).Should(Equal(int32(3)))
+		Expect(names(ns, &rbacv1.RoleList{})).To(ContainElement("team-a-gateway-poller"))
 
 		// The default stays one SQLite replica on its claim, with no SA, Role or PDB.
 		ns2 := newNamespace()

@@ -20,7 +20,6 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
-	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
@@ -60,14 +59,14 @@ func (r *GarraServerReconciler) applyGateway(ctx context.Context, s *reconcileSt
 }
 
 // applySharedGateway applies what replicas on a shared store need besides
-// the Deployment and their ServiceAccount (applyIdentity's): the Role and
-// RoleBinding of the poller Lease, and the PodDisruptionBudget.
+// the Deployment and their ServiceAccount (applyIdentity's): the
+// PodDisruptionBudget. It also deletes the poller Lease's Role and
+// RoleBinding that earlier versions made, if this GarraServer owns them.
 func (r *GarraServerReconciler) applySharedGateway(ctx context.Context, gs *garrav1alpha1.GarraServer) error {
-	if _, err := applyIfChanged(ctx, r.Client, pollerRole(gs), &rbacv1.Role{}, rbacv1ac.ExtractRole); err != nil {
-		return err
-	}
-	if _, err := applyIfChanged(ctx, r.Client, pollerRoleBinding(gs), &rbacv1.RoleBinding{}, rbacv1ac.ExtractRoleBinding); err != nil {
-		return err
+	for _, obj := range []client.Object{&rbacv1.RoleBinding{}, &rbacv1.Role{}} {
+		if err := r.deleteOwned(ctx, gs, legacyPollerRoleName(gs), obj); err != nil {
+			return err
+		}
 	}
 	_, err := applyIfChanged(ctx, r.Client, gatewayPDB(gs), &policyv1.PodDisruptionBudget{}, policyv1ac.ExtractPodDisruptionBudget)
 	return err
@@ -251,4 +250,23 @@ func kindOf(obj client.Object) string {
 
 func sortedKeys[K ~string, V any](m map[K]V) []K {
 	return slices.Sorted(maps.Keys(m))
+}
+
+// deleteOwned deletes the object name of obj's kind in gs's namespace when
+// gs controls it; absent or someone else's, it is left alone.
+func (r *GarraServerReconciler) deleteOwned(ctx context.Context, gs *garrav1alpha1.GarraServer, name string, obj client.Object) error {
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: gs.Namespace, Name: name}, obj); {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("get %T %s: %w", obj, name, err)
+	}
+	if !metav1.IsControlledBy(obj, gs) || obj.GetDeletionTimestamp() != nil {
+		return nil
+	}
+	uid := obj.GetUID()
+	if err := r.Delete(ctx, obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete %T %s: %w", obj, name, err)
+	}
+	return nil
 }

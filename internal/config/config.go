@@ -24,16 +24,6 @@ const (
 	EnvBraveAPIKey      = "BRAVE_API_KEY" //nolint:gosec // G101: the variable's name, not a key
 )
 
-// Variables the operator sets on gateway pods with a shared store: the
-// Lease that elects the Telegram poller, and the pod's own namespace and
-// name (the downward API). Without EnvPollerLease a shared store elects
-// through a PostgreSQL advisory lock.
-const (
-	EnvPollerLease  = "GARRA_POLLER_LEASE"
-	EnvPodNamespace = "GARRA_POD_NAMESPACE"
-	EnvPodName      = "GARRA_POD_NAME"
-)
-
 // Project defaults shared by every surface.
 const (
 	DefaultProvider = "openrouter"

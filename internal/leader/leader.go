@@ -1,11 +1,11 @@
 // Package leader runs a job on one replica at a time: the Telegram long
-// poll, which Telegram allows once per bot. In the cluster the replicas
-// elect through a Kubernetes Lease (client-go's leaderelection); off the
-// cluster, through a PostgreSQL advisory lock in the shared store.
+// poll, which Telegram allows once per bot. Replicas share a PostgreSQL
+// store, and elect through an advisory lock in it, in a cluster or off it;
+// a single replica (SQLite) always leads.
 //
-// Either way the job's context ends when leadership is lost, and the lease
-// or lock is given up only after the job has returned, so a replica that
-// stops leading stops its job before another can start it.
+// The job's context ends when leadership is lost, and the lock is given up
+// only after the job has returned, so a replica that stops leading stops
+// its job before another can start it.
 package leader
 
 import (

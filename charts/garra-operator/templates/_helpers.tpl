@@ -117,14 +117,6 @@ cluster-scoped kinds (ClusterRoles, ClusterRoleBindings, TokenReviews).
   - create
 {{- end }}
 - apiGroups:
-  - coordination.k8s.io
-  resources:
-  - leases
-  verbs:
-  - create
-  - get
-  - update
-- apiGroups:
   - events.k8s.io
   resources:
   - events

@@ -10,12 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	"k8s.io/client-go/rest"
 
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/chat"
@@ -92,10 +89,7 @@ func Start(ctx context.Context, cfg *config.Config, getenv func(string) string, 
 		rt.Pool = s.Pool()
 		cc := s.Pool().Config().ConnConfig
 		log.Info("conversation store open", "driver", config.StorePostgres, "host", cc.Host, "database", cc.Database)
-		if elector, err = pollerElector(getenv, s.Pool(), log); err != nil {
-			_ = store.Close()
-			return nil, err
-		}
+		elector = pollerElector(s.Pool(), log)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	rt.cancel = cancel
@@ -119,31 +113,13 @@ func Start(ctx context.Context, cfg *config.Config, getenv func(string) string, 
 	return rt, nil
 }
 
-// pollerElector is the Lease named by config.EnvPollerLease in the cluster,
-// else the advisory lock in the shared database.
-func pollerElector(getenv func(string) string, pool *pgxpool.Pool, log *slog.Logger) (leader.Elector, error) {
-	name := getenv(config.EnvPollerLease)
-	if name == "" {
-		log.Info("telegram poller elected by a PostgreSQL advisory lock", "lock", pollerLock)
-		return &leader.PGLock{Config: pool.Config().ConnConfig, Name: pollerLock, Logger: log}, nil
-	}
-	ns, id := getenv(config.EnvPodNamespace), getenv(config.EnvPodName)
-	if id == "" {
-		id, _ = os.Hostname()
-	}
-	if ns == "" || id == "" {
-		return nil, fmt.Errorf("%s is set but %s or %s is not: the lease needs the pod's namespace and name", config.EnvPollerLease, config.EnvPodNamespace, config.EnvPodName)
-	}
-	rc, err := rest.InClusterConfig()
-	if err != nil {
-		return nil, fmt.Errorf("%s: not in a cluster: %w", config.EnvPollerLease, err)
-	}
-	client, err := coordinationv1client.NewForConfig(rc)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", config.EnvPollerLease, err)
-	}
-	log.Info("telegram poller elected by a Lease", "lease", ns+"/"+name, "identity", id)
-	return &leader.Lease{Client: client, Namespace: ns, Name: name, Identity: id, Logger: log}, nil
+// pollerElector elects the Telegram poller among the replicas through an
+// advisory lock in the shared database: replicas need that database
+// anyway, so the election asks nothing more of the cluster (no Lease, no
+// Role) and works the same off it.
+func pollerElector(pool *pgxpool.Pool, log *slog.Logger) leader.Elector {
+	log.Info("telegram poller elected by a PostgreSQL advisory lock", "lock", pollerLock)
+	return &leader.PGLock{Config: pool.Config().ConnConfig, Name: pollerLock, Logger: log}
 }
 
 // Close stops the channels, waits for them, and closes the store.
