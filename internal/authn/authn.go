@@ -14,14 +14,15 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/errkinds"
 )
 
-// The authentication modes of an orchestrator entry.
+// The authentication modes of an orchestrator entry: the config's names.
 const (
-	ModeToken          = "token"
-	ModeServiceAccount = "serviceAccount"
-	ModeOIDC           = "oidc"
+	ModeToken          = config.AuthToken
+	ModeServiceAccount = config.AuthServiceAccount
+	ModeOIDC           = config.AuthOIDC
 )
 
 // Identity is who a token proved to be.

@@ -13,6 +13,7 @@ import (
 	authv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/errkinds"
 )
 
@@ -26,7 +27,7 @@ type ServiceAccountEntry struct {
 
 // Username is the user a TokenReview reports for the entry's tokens.
 func (e ServiceAccountEntry) Username() string {
-	return "system:serviceaccount:" + e.Namespace + ":" + e.Name
+	return config.ServiceAccountUsername(e.Namespace, e.Name)
 }
 
 // Reviewer creates TokenReviews: client-go's

@@ -60,6 +60,12 @@ const (
 	AuthOIDC           = "oidc"
 )
 
+// ServiceAccountUsername is the user the API server reports for the
+// tokens of the ServiceAccount namespace/name.
+func ServiceAccountUsername(namespace, name string) string {
+	return "system:serviceaccount:" + namespace + ":" + name
+}
+
 // AuthMode is the orchestrator's mode.
 func (o Orchestrator) AuthMode() string {
 	switch {

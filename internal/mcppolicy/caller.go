@@ -9,7 +9,6 @@
 package mcppolicy
 
 import (
-	"github.com/garraia/garra/internal/authn"
 	"github.com/garraia/garra/internal/config"
 )
 
@@ -66,7 +65,7 @@ func (c Caller) OnGateway() bool { return c.Kind != Local }
 func LocalUser() Caller { return Caller{Kind: Local, Name: LocalName} }
 
 // OwnerCaller is the holder of the gateway key.
-func OwnerCaller() Caller { return Caller{Kind: Owner, Name: OwnerName, Auth: authn.ModeToken} }
+func OwnerCaller() Caller { return Caller{Kind: Owner, Name: OwnerName, Auth: config.AuthToken} }
 
 // OrchestratorCaller is an orchestrator's policy and the identity its mode
 // binds it to (the audit's: for an OIDC entry matched by claims that is
@@ -76,7 +75,7 @@ func OrchestratorCaller(o config.Orchestrator) Caller {
 	c := Caller{Name: o.Name, Chats: o.Chats, Sandbox: o.Sandbox, Auth: o.AuthMode()}
 	switch c.Auth {
 	case config.AuthServiceAccount:
-		c.Identity = authn.ServiceAccountEntry{Namespace: o.Auth.ServiceAccount.Namespace, Name: o.Auth.ServiceAccount.Name}.Username()
+		c.Identity = config.ServiceAccountUsername(o.Auth.ServiceAccount.Namespace, o.Auth.ServiceAccount.Name)
 	case config.AuthOIDC:
 		c.Identity, c.IdentityPersonal = o.IdentityKey(), true
 		if a := o.Auth.OIDC; a.Subject != "" {
