@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
-	"github.com/garraia/garra/internal/telemetry"
+	"github.com/garraia/garra/internal/otelenv"
 )
 
 // Span names and attributes of a reconcile pass. One pass is one trace
@@ -36,7 +36,7 @@ const (
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(r *GarraServerReconciler) {
 		if tp != nil {
-			r.Tracer = tp.Tracer(telemetry.ScopeName)
+			r.Tracer = tp.Tracer(otelenv.ScopeName)
 		}
 	}
 }

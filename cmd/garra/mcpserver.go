@@ -14,8 +14,8 @@ import (
 	"github.com/garraia/garra/internal/mcppolicy"
 	"github.com/garraia/garra/internal/mcpserver"
 	"github.com/garraia/garra/internal/mcpstdio"
+	"github.com/garraia/garra/internal/mcptrace"
 	"github.com/garraia/garra/internal/redact"
-	"github.com/garraia/garra/internal/telemetry"
 )
 
 func newMCPServerCommand(o *rootOptions) *cobra.Command {
@@ -68,7 +68,7 @@ Operator limits, read once at start:
 			opts := mcpserver.Options{Caller: mcppolicy.LocalUser(), Version: version, Ask: core, Logger: log, Audit: auditLog,
 				Limits: mcppolicy.Limits{Stdio: policy, DefaultProvider: cfg.LLM.Provider, DefaultModel: cfg.LLM.Model}}
 			if tp != nil {
-				opts.Middleware = []mcp.Middleware{telemetry.ServerMiddleware(tp, telemetry.TransportPipe)}
+				opts.Middleware = []mcp.Middleware{mcptrace.ServerMiddleware(tp, mcptrace.TransportPipe)}
 			}
 			if policy.EnableTools {
 				la := newLocalAgent(cfg, core, red, o.getenv, log)

@@ -9,7 +9,7 @@ import (
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/mcppolicy"
 	"github.com/garraia/garra/internal/mcpserver"
-	"github.com/garraia/garra/internal/telemetry"
+	"github.com/garraia/garra/internal/mcptrace"
 	"github.com/garraia/garra/internal/toolchain"
 )
 
@@ -38,7 +38,7 @@ func (g *policy) newMCPServer(c mcppolicy.Caller) *mcp.Server {
 	}
 	if g.tracing != nil {
 		// Outermost: the span covers the server's own middleware too.
-		o.Middleware = []mcp.Middleware{telemetry.ServerMiddleware(g.tracing, telemetry.TransportTCP)}
+		o.Middleware = []mcp.Middleware{mcptrace.ServerMiddleware(g.tracing, mcptrace.TransportTCP)}
 	}
 	return mcpserver.New(o)
 }

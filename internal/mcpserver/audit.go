@@ -14,7 +14,7 @@ import (
 	"github.com/garraia/garra/internal/chat"
 	"github.com/garraia/garra/internal/errkinds"
 	"github.com/garraia/garra/internal/mcppolicy"
-	"github.com/garraia/garra/internal/telemetry"
+	"github.com/garraia/garra/internal/mcptrace"
 )
 
 // record is an audit record of s's caller: on stdio the name its MCP
@@ -32,7 +32,7 @@ func (s *server) record(req mcp.Request) audit.Record {
 // destination in clear.
 func (s *server) auditCall(ctx context.Context, req *mcp.CallToolRequest, tool string, raw json.RawMessage, info callInfo, start time.Time) {
 	d := s.o.Now().Sub(start)
-	telemetry.RecordErrorKind(ctx, info.kind)
+	mcptrace.RecordErrorKind(ctx, info.kind)
 	if s.o.Observe != nil {
 		s.o.Observe(tool, info.outcome, info.kind, d)
 	}

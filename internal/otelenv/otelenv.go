@@ -1,7 +1,8 @@
 // Package otelenv names the standard OpenTelemetry variables Garra reads
-// and checks their values. It imports nothing but the standard library, so
-// that the operator can render and validate them without linking the
-// tracing SDK (internal/telemetry does the tracing).
+// and checks their values, and names Garra's instrumentation scope. It
+// imports nothing but the standard library, so that the operator can
+// render and validate them without linking the tracing SDK
+// (internal/telemetry does the tracing).
 package otelenv
 
 import (
@@ -9,6 +10,9 @@ import (
 	"strconv"
 	"strings"
 )
+
+// ScopeName is the instrumentation scope of every span Garra makes.
+const ScopeName = "github.com/garraia/garra"
 
 // The standard variables.
 const (

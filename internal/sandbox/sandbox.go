@@ -118,7 +118,7 @@ import (
 	"github.com/garraia/garra/internal/filewatch"
 	"github.com/garraia/garra/internal/jail"
 	"github.com/garraia/garra/internal/mcpcancel"
-	"github.com/garraia/garra/internal/telemetry"
+	"github.com/garraia/garra/internal/mcptrace"
 	"github.com/garraia/garra/internal/toolchain"
 	"github.com/garraia/garra/internal/tools"
 	"github.com/garraia/garra/internal/unbuffered"
@@ -327,7 +327,7 @@ func New(o Options) (*Server, error) {
 	}
 	s.addToolchainResource()
 	if o.TracerProvider != nil {
-		s.mcp.AddReceivingMiddleware(telemetry.ServerMiddleware(o.TracerProvider, telemetry.TransportTCP))
+		s.mcp.AddReceivingMiddleware(mcptrace.ServerMiddleware(o.TracerProvider, mcptrace.TransportTCP))
 	}
 	s.handler = s.buildHandler()
 	return s, nil

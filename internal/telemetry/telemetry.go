@@ -4,9 +4,11 @@
 //
 // Tracing is off unless an OTLP endpoint is set. Off means no provider at
 // all: Setup returns a nil TracerProvider, and every instrumented seam
-// (the MCP servers' middleware, the LLM client, the sandbox client) is
-// then simply not installed, so an untraced process pays nothing. Nothing
-// here runs at package init: the stdio server's start-up must stay cheap.
+// (the MCP servers' middleware in internal/mcptrace, the LLM client, the
+// sandbox client) is then simply not installed, so an untraced process
+// pays nothing. Nothing here runs at package init: the stdio server's
+// start-up must stay cheap. The spans themselves are made by the code
+// that knows what they mean, through the OpenTelemetry API only.
 package telemetry
 
 import (
@@ -18,7 +20,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
@@ -42,14 +43,6 @@ const (
 	EnvProtocol       = otelenv.Protocol
 	EnvTracesProtocol = otelenv.TracesProtocol
 )
-
-// ScopeName is the instrumentation scope of every span Garra makes.
-const ScopeName = "github.com/garraia/garra"
-
-// Propagator carries trace context between Garra's processes: W3C
-// traceparent/tracestate only, so nothing else a client sends (baggage)
-// is forwarded.
-var Propagator propagation.TextMapPropagator = propagation.TraceContext{}
 
 // Config is what the environment asks for.
 type Config struct {

@@ -19,7 +19,8 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/garraia/garra/internal/telemetry"
+	"github.com/garraia/garra/internal/mcptrace"
+	"github.com/garraia/garra/internal/otelenv"
 )
 
 // RemoteOptions configures a Remote executor.
@@ -121,7 +122,7 @@ func NewRemote(o RemoteOptions) *Remote {
 		target = u
 	}
 	if o.TracerProvider != nil {
-		r.tracer = o.TracerProvider.Tracer(telemetry.ScopeName)
+		r.tracer = o.TracerProvider.Tracer(otelenv.ScopeName)
 		if target != nil {
 			r.server = []attribute.KeyValue{semconv.ServerAddress(target.Hostname())}
 		}
@@ -139,8 +140,8 @@ func NewRemote(o RemoteOptions) *Remote {
 func (r *Remote) Tools(ctx context.Context) (_ []Tool, err error) {
 	if r.tracer != nil {
 		var span trace.Span
-		ctx, span = telemetry.StartClient(ctx, r.tracer, "tools/list", "", r.server...)
-		defer func() { telemetry.EndClient(span, remoteErrorType(err), false) }()
+		ctx, span = mcptrace.StartClient(ctx, r.tracer, "tools/list", "", r.server...)
+		defer func() { mcptrace.EndClient(span, remoteErrorType(err), false) }()
 	}
 	cs, err := r.connect(ctx)
 	if err != nil {
@@ -170,8 +171,8 @@ func (r *Remote) Tools(ctx context.Context) (_ []Tool, err error) {
 func (r *Remote) Call(ctx context.Context, name string, args json.RawMessage) (res Result, err error) {
 	if r.tracer != nil {
 		var span trace.Span
-		ctx, span = telemetry.StartClient(ctx, r.tracer, "tools/call", name, r.server...)
-		defer func() { telemetry.EndClient(span, remoteErrorType(err), res.IsError) }()
+		ctx, span = mcptrace.StartClient(ctx, r.tracer, "tools/call", name, r.server...)
+		defer func() { mcptrace.EndClient(span, remoteErrorType(err), res.IsError) }()
 	}
 	return r.call(ctx, name, args)
 }
@@ -229,8 +230,8 @@ func (r *Remote) call(ctx context.Context, name string, args json.RawMessage) (R
 func (r *Remote) ReadResource(ctx context.Context, uri string) (_ string, err error) {
 	if r.tracer != nil {
 		var span trace.Span
-		ctx, span = telemetry.StartClient(ctx, r.tracer, "resources/read", "", append(r.server, semconv.McpResourceURI(uri))...)
-		defer func() { telemetry.EndClient(span, remoteErrorType(err), false) }()
+		ctx, span = mcptrace.StartClient(ctx, r.tracer, "resources/read", "", append(r.server, semconv.McpResourceURI(uri))...)
+		defer func() { mcptrace.EndClient(span, remoteErrorType(err), false) }()
 	}
 	cs, err := r.connect(ctx)
 	if err != nil {
@@ -358,7 +359,7 @@ func (t *bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.Clone(req.Context())
 		req.Header.Set("Authorization", "Bearer "+t.token)
 		if t.traced {
-			telemetry.Inject(req.Context(), req.Header)
+			mcptrace.Inject(req.Context(), req.Header)
 		}
 	}
 	resp, err := t.inner.RoundTrip(req)

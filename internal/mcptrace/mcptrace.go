@@ -1,4 +1,10 @@
-package telemetry
+// Package mcptrace traces MCP messages as the OpenTelemetry MCP
+// conventions say: a SERVER span per message a garra server receives (the
+// stdio server, the gateway, the sandbox), a CLIENT span per call the
+// gateway makes to a sandbox, and the trace context carried between them.
+// It uses the OpenTelemetry API only; which provider (if any) records the
+// spans is the process's choice (internal/telemetry).
+package mcptrace
 
 import (
 	"context"
@@ -16,7 +22,13 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/garraia/garra/internal/errkinds"
+	"github.com/garraia/garra/internal/otelenv"
 )
+
+// Propagator carries trace context between Garra's processes: W3C
+// traceparent/tracestate only, so nothing else a client sends (baggage)
+// is forwarded.
+var Propagator propagation.TextMapPropagator = propagation.TraceContext{}
 
 // Network transports, as network.transport says them.
 const (
@@ -36,7 +48,7 @@ const ErrorTypeToolError = "tool_error"
 // holds. Install it last, so that it is outermost. tp must not be nil:
 // with tracing off, install nothing.
 func ServerMiddleware(tp trace.TracerProvider, transport string) mcp.Middleware {
-	tracer := tp.Tracer(ScopeName)
+	tracer := tp.Tracer(otelenv.ScopeName)
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			ctx = remoteParent(ctx, req)

@@ -1,4 +1,4 @@
-package telemetry_test
+package mcptrace_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/garraia/garra/internal/telemetry"
+	"github.com/garraia/garra/internal/mcptrace"
 )
 
 // BenchmarkServerMiddleware: the cost of the MCP server span on one
@@ -33,7 +33,7 @@ func BenchmarkServerMiddleware(b *testing.B) {
 			if row.sampler != nil {
 				tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(row.sampler), sdktrace.WithBatcher(tracetest.NewNoopExporter()))
 				defer func() { _ = tp.Shutdown(context.Background()) }()
-				h = telemetry.ServerMiddleware(tp, telemetry.TransportTCP)(h)
+				h = mcptrace.ServerMiddleware(tp, mcptrace.TransportTCP)(h)
 			}
 			ctx := context.Background()
 			b.ReportAllocs()
