@@ -3,14 +3,13 @@ package main
 import (
 	"log/slog"
 	"os"
-	"os/exec"
 
 	"github.com/garraia/garra/internal/agent"
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/hands"
 	"github.com/garraia/garra/internal/jail"
 	"github.com/garraia/garra/internal/redact"
-	"github.com/garraia/garra/internal/tools"
 )
 
 // newLocalAgent assembles garra_agent for the stdio server: the file jail
@@ -24,25 +23,13 @@ func newLocalAgent(cfg *config.Config, core *ask.Core, red *redact.Redactor, get
 		log.Warn("garra_agent file tools have no usable root: every path is denied", "fix", "set GARRAIA_MCP_ALLOWED_DIRS to existing directories")
 	}
 
-	exposure := tools.DecideBash(tools.ExposureInput{
-		Profile:   cfg.Execution.Profile,
-		Mode:      cfg.Agent.Sandbox.Mode,
-		Backend:   cfg.Agent.Sandbox.Backend,
-		Allowlist: cfg.Agent.Sandbox.Allowlist,
-		Elevated:  cfg.Agent.Sandbox.Elevated,
-		LookPath:  exec.LookPath,
-	})
-	var bash tools.BashRunner
-	switch exposure.Where {
-	case tools.BashHost:
-		defaultDir := ""
-		if r := fileJail.Roots(); len(r) > 0 {
-			defaultDir = r[0]
-		}
-		bash = &tools.HostRunner{DefaultDir: defaultDir}
-	case tools.BashContainer:
-		bash = tools.NewContainerRunner(exposure.Backend, cfg.Agent.Sandbox.Image)
-	default:
+	exposure := hands.Exposure(cfg, nil)
+	defaultDir := ""
+	if r := fileJail.Roots(); len(r) > 0 {
+		defaultDir = r[0]
+	}
+	bash := hands.Bash(cfg, exposure, defaultDir)
+	if bash == nil {
 		log.Warn("bash is not registered for garra_agent", "reason", exposure.Warning)
 	}
 	log.Info("garra_agent enabled", "file_roots", len(fileJail.Roots()), "bash", exposure.Where.String(), "web_search", cfg.LLM.Brave.APIKey != "")

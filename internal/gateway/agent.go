@@ -9,13 +9,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/garraia/garra/internal/agent"
 	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/hands"
 	"github.com/garraia/garra/internal/jail"
 	"github.com/garraia/garra/internal/mcppolicy"
 	"github.com/garraia/garra/internal/toolchain"
@@ -162,23 +162,8 @@ func (g *policy) executorFor(ctx context.Context, c mcppolicy.Caller) (tools.Exe
 // and bash, where the profile would offer it, is listed but refuses to
 // run: the tools the model sees do not change, only what they may touch.
 func (g *policy) localExecutor(j *jail.Jail, dir string) tools.Executor {
-	exposure := tools.DecideBash(tools.ExposureInput{
-		Profile: g.cfg.Execution.Profile, Mode: g.cfg.Agent.Sandbox.Mode, Backend: g.cfg.Agent.Sandbox.Backend,
-		Allowlist: g.cfg.Agent.Sandbox.Allowlist, Elevated: g.cfg.Agent.Sandbox.Elevated, LookPath: exec.LookPath,
-	})
-	var bash tools.BashRunner
-	switch {
-	case exposure.Where == tools.BashNone:
-	case dir == "":
-		bash = refusedBash{}
-	case exposure.Where == tools.BashHost:
-		bash = &tools.HostRunner{DefaultDir: dir}
-	case exposure.Where == tools.BashContainer:
-		bash = tools.NewContainerRunner(exposure.Backend, g.cfg.Agent.Sandbox.Image)
-	}
-	return tools.NewLocal(tools.LocalOptions{Jail: j, WorkingDir: dir, Bash: bash,
-		BraveAPIKey: g.cfg.LLM.Brave.APIKey, BraveBaseURL: g.cfg.LLM.Brave.BaseURL,
-		FileWriteBackup: g.cfg.Agent.FileWriteBackup, Egress: g.egress})
+	bash := hands.Bash(g.cfg, hands.Exposure(g.cfg, nil), dir)
+	return hands.Local(g.cfg, j, dir, bash, g.egress)
 }
 
 // webFetchGuard is the egress guard of web_fetch in local workspaces: the
@@ -200,17 +185,6 @@ func webFetchGuard(m config.MCPHTTP, log *slog.Logger) *tools.EgressGuard {
 		hosts = append(hosts, h)
 	}
 	return tools.NewEgressGuard(hosts)
-}
-
-// ErrWorkspaceUnavailable is what bash answers for an orchestrator whose
-// workspace is not materialized.
-var ErrWorkspaceUnavailable = errors.New("this orchestrator's workspace is not available, so bash does not run")
-
-// refusedBash is bash for an orchestrator without a workspace.
-type refusedBash struct{}
-
-func (refusedBash) Run(context.Context, string, string) (string, int, error) {
-	return "", -1, ErrWorkspaceUnavailable
 }
 
 // materializeWorkspaces creates, at boot, the local workspace of every

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/garraia/garra/internal/gateway"
+	"github.com/garraia/garra/internal/hands"
 	"github.com/garraia/garra/internal/jail"
 	"github.com/garraia/garra/test/fakes/llmdouble"
 )
@@ -151,7 +152,7 @@ func TestAgentWorkspaceNotMaterializedFailsClosed(t *testing.T) {
 				t.Fatalf("requests %d, tools %v", len(reqs), reqs[0].ToolNames)
 			}
 			body := string(reqs[1].RawBody)
-			if strings.Count(body, jail.ErrDenied.Error()) != 2 || !strings.Contains(body, gateway.ErrWorkspaceUnavailable.Error()) {
+			if strings.Count(body, jail.ErrDenied.Error()) != 2 || !strings.Contains(body, hands.ErrNoWorkspace.Error()) {
 				t.Fatalf("tool results are not the spec's refusals:\n%s", body)
 			}
 			if strings.Contains(body, "not yours") || strings.Contains(body, h.cfg.DataDirPath()) {

@@ -116,6 +116,7 @@ import (
 
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/filewatch"
+	"github.com/garraia/garra/internal/hands"
 	"github.com/garraia/garra/internal/jail"
 	"github.com/garraia/garra/internal/mcpcancel"
 	"github.com/garraia/garra/internal/mcptrace"
@@ -293,15 +294,7 @@ func New(o Options) (*Server, error) {
 	if s.shutdown <= 0 {
 		s.shutdown = DefaultShutdownTimeout
 	}
-	s.local = tools.NewLocal(tools.LocalOptions{
-		Jail:       j,
-		WorkingDir: ws,
-		// No RLIMIT_NPROC: the pod bounds processes (see the package doc).
-		Bash:           &tools.HostRunner{DefaultDir: ws, MaxOutputBytes: o.MaxOutputBytes, MaxProcs: -1},
-		HTTPClient:     o.HTTPClient,
-		MaxOutputBytes: o.MaxOutputBytes,
-		// No BraveAPIKey: web_search stays in the gateway.
-	})
+	s.local = hands.Sandbox(hands.SandboxOptions{Jail: j, Workspace: ws, HTTPClient: o.HTTPClient, MaxOutputBytes: o.MaxOutputBytes})
 	version := o.Version
 	if version == "" {
 		version = "dev"
