@@ -1,6 +1,7 @@
 package fence
 
 import (
+	"errors"
 	"os/exec"
 	"slices"
 	"strings"
@@ -118,7 +119,7 @@ func goListLines(t *testing.T, args ...string) []string {
 	out, err := exec.Command("go", append([]string{"list"}, args...)...).Output()
 	if err != nil {
 		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			stderr = string(ee.Stderr)
 		}
 		t.Fatalf("go list %v: %v\n%s", args, err, stderr)
