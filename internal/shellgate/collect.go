@@ -61,6 +61,7 @@ func (c *checker) collect(f *syntax.File) {
 		case *syntax.BinaryCmd:
 			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
 				e.stdinFrom[leftmost(n.Y)] = n.X
+				e.pipeTo[rightmost(n.X)] = leftmost(n.Y)
 			}
 		case *syntax.DeclClause:
 			c.declFlags(n)

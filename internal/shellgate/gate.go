@@ -52,8 +52,8 @@ func decide(command string) Decision {
 	e := newEnv()
 	for pass := 0; pass < maxPasses; pass++ {
 		e.stale = false
-		e.memo = map[*syntax.CmdSubst]value{}
-		e.arithMemo = map[string]string{}
+		clear(e.memo)
+		clear(e.arithMemo)
 		c := &checker{budget: &budget{steps: maxSteps, bytes: maxParsed}, env: e, cwd: []string{"."}}
 		if r := c.script(command); r != "" {
 			return Decision{Reason: r}
@@ -74,10 +74,7 @@ const maxPasses = 3
 type checker struct {
 	depth   int
 	budget  *budget
-	piped   map[*syntax.Stmt]bool         // statements whose stdin is a pipe
-	pipeOut map[*syntax.Stmt]bool         // statements whose stdout is a pipe
-	pipeTo  map[*syntax.Stmt]*syntax.Stmt // the statement reading a pipe's output
-	sawProc bool                          // some earlier word mentioned "proc" (cd /proc/self; cat environ)
+	sawProc bool // some earlier word mentioned "proc" (cd /proc/self; cat environ)
 	reason  string
 	// arithDone holds arithmetic nodes already scanned as part of an
 	// enclosing one, so nesting costs linear rather than quadratic time.
@@ -163,11 +160,8 @@ func (c *checker) file(f *syntax.File) string {
 	c.collect(f)
 	// Verdicts reached while assignments were still being collected may
 	// rest on part of them.
-	c.env.arithMemo = map[string]string{}
-	c.piped = map[*syntax.Stmt]bool{}
-	c.pipeOut = map[*syntax.Stmt]bool{}
-	c.pipeTo = map[*syntax.Stmt]*syntax.Stmt{}
-	c.arithDone = map[syntax.Node]bool{}
+	clear(c.env.arithMemo)
+	c.arithDone = nil
 	if c.frames == nil {
 		c.frames = make([]frame, 0, 32)
 	}
@@ -196,17 +190,11 @@ func (c *checker) visit(n syntax.Node) bool {
 				args = c.expandPositional(call.Args)
 			}
 			c.inlined = false
-			r = c.gateCall(callCtx{args: args, redirs: n.Redirs, piped: c.piped[n],
-				pipedOut: c.pipeOut[n], stmt: n, assigns: call.Assigns})
+			r = c.gateCall(callCtx{args: args, redirs: n.Redirs, piped: c.env.stdinFrom[n] != nil,
+				pipedOut: c.env.pipeTo[n] != nil, stmt: n, assigns: call.Assigns})
 			if r == "" {
 				c.afterCall(n)
 			}
-		}
-	case *syntax.BinaryCmd:
-		if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
-			c.piped[leftmost(n.Y)] = true
-			c.pipeOut[rightmost(n.X)] = true
-			c.pipeTo[rightmost(n.X)] = leftmost(n.Y)
 		}
 	case *syntax.FuncDecl:
 		if n.Name != nil && c.env.funcArgs[n.Name.Value] != nil && !c.inPos {
@@ -527,6 +515,9 @@ func (c *checker) arithmSubst(n syntax.Node) string {
 	syntax.Walk(n, func(m syntax.Node) bool {
 		switch m.(type) {
 		case *syntax.ArithmCmd, *syntax.ArithmExp, *syntax.LetClause, *syntax.CStyleLoop, *syntax.TestClause:
+			if c.arithDone == nil {
+				c.arithDone = map[syntax.Node]bool{}
+			}
 			c.arithDone[m] = true
 		}
 		if w, ok := m.(*syntax.Word); ok {

@@ -42,9 +42,7 @@ var (
 )
 
 func litValue(s string) value {
-	var b strings.Builder
-	writeQuoted(&b, s)
-	return value{text: s, pat: b.String(), exact: true}
+	return value{text: s, pat: quotedPat(s), exact: true}
 }
 
 func argValue(a arg) value {
@@ -167,6 +165,7 @@ type env struct {
 	arithMemo map[string]string // verdict on each variable read by arithmetic
 	// Structure noted by the collection pass for the walk that follows.
 	stdinFrom map[*syntax.Stmt]*syntax.Stmt // the statement whose output feeds a pipe's reader
+	pipeTo    map[*syntax.Stmt]*syntax.Stmt // the statement reading a pipe's output
 	hasCd     map[syntax.Node]bool          // loops and functions whose body changes directory
 }
 
@@ -176,7 +175,8 @@ func newEnv() *env {
 		funcBody: map[string][]*syntax.Stmt{},
 		cdFuncs:  map[string]bool{}, assumed: map[string]bool{}, memo: map[*syntax.CmdSubst]value{},
 		arithMemo: map[string]string{},
-		stdinFrom: map[*syntax.Stmt]*syntax.Stmt{}, hasCd: map[syntax.Node]bool{},
+		stdinFrom: map[*syntax.Stmt]*syntax.Stmt{}, pipeTo: map[*syntax.Stmt]*syntax.Stmt{},
+		hasCd: map[syntax.Node]bool{},
 	}
 }
 

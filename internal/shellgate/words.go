@@ -48,9 +48,7 @@ func (a arg) isFlag() bool {
 // litArg makes an arg for a literal string that did not come from the tree
 // (an option's attached value, a file name inside a sed script).
 func litArg(s string) arg {
-	var pat strings.Builder
-	writeQuoted(&pat, s)
-	return arg{val: s, pat: pat.String(), lit: true}
+	return arg{val: s, pat: quotedPat(s), lit: true}
 }
 
 func isLetters(s string) bool {
@@ -81,8 +79,25 @@ func resolve(w *syntax.Word) arg {
 // shell expands at run time makes the word non-literal, and its pattern says
 // what the expansion may hold as far as the script shows (see values.go).
 func (c *checker) resolve(w *syntax.Word) arg {
+	if len(w.Parts) == 1 {
+		// Most words are one plain part; they need no copying.
+		switch p := w.Parts[0].(type) {
+		case *syntax.Lit:
+			if plainLit(p.Value) {
+				return arg{val: p.Value, pat: p.Value, lit: true}
+			}
+		case *syntax.SglQuoted:
+			if !p.Dollar {
+				return arg{val: p.Value, pat: quotedPat(p.Value), lit: true}
+			}
+		}
+	}
 	a := arg{lit: true, known: true}
 	var val, pat strings.Builder
+	if n := min(int(w.End().Offset())-int(w.Pos().Offset()), 64); n > 0 {
+		val.Grow(n)
+		pat.Grow(n)
+	}
 	expand := func(v value, quoted bool) {
 		a.lit = false
 		if !quoted && !v.numeric {
@@ -236,6 +251,31 @@ func braceEnd(s string, open int) int {
 		}
 	}
 	return -1
+}
+
+// plainLit reports an unquoted literal that resolves to itself: no
+// escapes, globs, braces or bytes that would read as sentinels.
+func plainLit(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < ctlChar, c == '\\', c == '*', c == '?', c == '[', c == '{':
+			return false
+		}
+	}
+	return true
+}
+
+// quotedPat is the pattern of quoted text s, which is s itself unless it
+// holds bytes that would read as sentinels.
+func quotedPat(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] < ctlChar {
+			var b strings.Builder
+			writeQuoted(&b, s)
+			return b.String()
+		}
+	}
+	return s
 }
 
 func writeQuoted(pat *strings.Builder, s string) {
