@@ -9,108 +9,158 @@ import (
 
 // collect records, before a file is judged, every assignment it makes,
 // the callers' arguments of its functions, what feeds each pipe, and which
-// loops and functions change directory.
-func (c *checker) collect(f *syntax.File) {
-	// Callers' arguments first, so that $1 in a function body assigned
-	// before the call (local n=$1) already sees them.
-	var calls []*syntax.CallExpr
-	syntax.Walk(f, func(n syntax.Node) bool {
-		switch n := n.(type) {
-		case *syntax.CallExpr:
-			calls = append(calls, n)
-		case *syntax.FuncDecl:
-			if n.Name != nil {
-				c.env.funcs[n.Name.Value] = true
-			}
-		}
-		return true
-	})
-	for _, call := range calls {
-		c.recordCall(call)
-	}
+// loops and functions change directory; it returns why the file is a fork
+// bomb, if it is one. The tree is walked once: what only depends on its
+// shape is noted on the way, and the assignments, which read the callers'
+// arguments, are replayed in source order once every call is known (so
+// that $1 in a function body assigned before the call, local n=$1, already
+// sees them).
+func (c *checker) collect(f *syntax.File) string {
 	e := c.env
-	var stack []syntax.Node
-	var funcs []string
+	var (
+		stack []syntax.Node
+		funcs []string // the functions around the node, innermost last
+		decls []*syntax.FuncDecl
+		calls []*syntax.CallExpr
+		later []pending
+	)
+	bomb := forkScan{calls: map[string][]string{}}
 	syntax.Walk(f, func(n syntax.Node) bool {
 		if n == nil {
-			top := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			switch top := top.(type) {
-			case *syntax.FuncDecl:
+			if _, ok := stack[len(stack)-1].(*syntax.FuncDecl); ok {
 				funcs = funcs[:len(funcs)-1]
-				c.funcStack = funcs
-				if e.hasCd[top] && top.Name != nil {
-					e.cdFuncs[top.Name.Value] = true
-				}
 			}
+			stack = stack[:len(stack)-1]
 			return true
 		}
 		stack = append(stack, n)
+		bomb.node(n, funcs)
 		switch n := n.(type) {
 		case *syntax.FuncDecl:
 			name := ""
 			if n.Name != nil {
 				name = n.Name.Value
-				e.funcs[name] = true
-				if !slices.Contains(e.funcBody[name], n.Body) {
-					e.funcBody[name] = append(e.funcBody[name], n.Body)
-				}
 			}
+			decls = append(decls, n)
 			funcs = append(funcs, name)
-			c.funcStack = funcs
-		case *syntax.BinaryCmd:
-			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
-				e.stdinFrom[leftmost(n.Y)] = n.X
-				e.pipeTo[rightmost(n.X)] = leftmost(n.Y)
-			}
-		case *syntax.DeclClause:
-			c.declFlags(n)
-		case *syntax.Assign:
-			c.collectAssign(n)
-		case *syntax.ForClause:
-			if wi, ok := n.Loop.(*syntax.WordIter); ok && wi.Name != nil {
-				var v value
-				if !wi.InPos.IsValid() {
-					v = c.positional()
-				} else {
-					vs := make([]value, 0, len(wi.Items))
-					for _, w := range wi.Items {
-						vs = append(vs, argValue(c.resolve(w)))
-					}
-					v = union(vs)
-				}
-				e.assignVar(wi.Name.Value, v)
-				if n.Select {
-					e.assignVar("REPLY", runValue)
-				}
-			}
-		case *syntax.BinaryArithm:
-			if isAssignOp(n.Op) {
-				if name := arithName(n.X); name != "" {
-					e.assignVar(name, numValue)
-				}
-			}
-		case *syntax.UnaryArithm:
-			if n.Op == syntax.Inc || n.Op == syntax.Dec {
-				if name := arithName(n.X); name != "" {
-					e.assignVar(name, numValue)
-				}
-			}
 		case *syntax.CallExpr:
-			c.collectCall(n, stack)
-		case *syntax.CoprocClause:
-			name := "COPROC"
-			if n.Name != nil {
-				if a := resolve(n.Name); a.lit {
-					name = a.val
-				}
+			calls = append(calls, n)
+			var at []syntax.Node
+			switch name, _ := builtinName(n); name {
+			case "cd", "pushd", "popd", "chdir":
+				c.markCd(stack)
+			case "read", "mapfile", "readarray":
+				at = slices.Clone(stack) // where its input comes from
 			}
-			e.assignVar(name, numValue)
-			e.assignVar(name+"_PID", numValue)
+			later = append(later, pending{n: n, funcs: len(funcs), fn: last(funcs), stack: at})
+		case *syntax.BinaryCmd, *syntax.DeclClause, *syntax.Assign, *syntax.ForClause,
+			*syntax.BinaryArithm, *syntax.UnaryArithm, *syntax.CoprocClause:
+			later = append(later, pending{n: n, funcs: len(funcs), fn: last(funcs)})
 		}
 		return true
 	})
+	if r := bomb.verdict(); r != "" {
+		return r
+	}
+	for _, d := range decls {
+		if d.Name == nil {
+			continue
+		}
+		name := d.Name.Value
+		e.funcs[name] = true
+		if !slices.Contains(e.funcBody[name], d.Body) {
+			e.funcBody[name] = append(e.funcBody[name], d.Body)
+		}
+		if e.hasCd[d] {
+			e.cdFuncs[name] = true
+		}
+	}
+	for _, call := range calls {
+		c.recordCall(call)
+	}
+	top := make([]string, 1)
+	for _, p := range later {
+		c.funcStack = nil
+		if p.funcs > 0 {
+			top[0] = p.fn
+			c.funcStack = top
+		}
+		c.collectNode(p)
+	}
 	c.funcStack = nil
+	return ""
+}
+
+// pending is a node whose assignments wait for the end of the walk, with
+// the innermost function around it.
+type pending struct {
+	n     syntax.Node
+	funcs int           // how many functions are around it
+	fn    string        // the innermost one
+	stack []syntax.Node // the nodes around a read, for where its input comes from
+}
+
+func last(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[len(s)-1]
+}
+
+// collectNode records what one node assigns.
+func (c *checker) collectNode(p pending) {
+	e := c.env
+	switch n := p.n.(type) {
+	case *syntax.BinaryCmd:
+		if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
+			e.stdinFrom[leftmost(n.Y)] = n.X
+			e.pipeTo[rightmost(n.X)] = leftmost(n.Y)
+		}
+	case *syntax.DeclClause:
+		c.declFlags(n)
+	case *syntax.Assign:
+		c.collectAssign(n)
+	case *syntax.ForClause:
+		if wi, ok := n.Loop.(*syntax.WordIter); ok && wi.Name != nil {
+			var v value
+			if !wi.InPos.IsValid() {
+				v = c.positional()
+			} else {
+				vs := make([]value, 0, len(wi.Items))
+				for _, w := range wi.Items {
+					vs = append(vs, argValue(c.resolve(w)))
+				}
+				v = union(vs)
+			}
+			e.assignVar(wi.Name.Value, v)
+			if n.Select {
+				e.assignVar("REPLY", runValue)
+			}
+		}
+	case *syntax.BinaryArithm:
+		if isAssignOp(n.Op) {
+			if name := arithName(n.X); name != "" {
+				e.assignVar(name, numValue)
+			}
+		}
+	case *syntax.UnaryArithm:
+		if n.Op == syntax.Inc || n.Op == syntax.Dec {
+			if name := arithName(n.X); name != "" {
+				e.assignVar(name, numValue)
+			}
+		}
+	case *syntax.CallExpr:
+		c.collectCall(n, p.stack)
+	case *syntax.CoprocClause:
+		name := "COPROC"
+		if n.Name != nil {
+			if a := resolve(n.Name); a.lit {
+				name = a.val
+			}
+		}
+		e.assignVar(name, numValue)
+		e.assignVar(name+"_PID", numValue)
+	}
 }
 
 // declFlags marks the names declare/local/… gives integer or associative
@@ -181,18 +231,14 @@ func (c *checker) collectAssign(as *syntax.Assign) {
 	}
 }
 
-// collectCall handles the builtins that assign (read, mapfile, getopts,
-// printf -v, set --), sourcing, directory changes and function calls.
-func (c *checker) collectCall(call *syntax.CallExpr, stack []syntax.Node) {
-	if len(call.Args) == 0 {
-		return
-	}
-	e := c.env
+// builtinName is the literal name a simple command runs, through builtin
+// and command, with the words from it on; no words when it is not literal.
+func builtinName(call *syntax.CallExpr) (string, []*syntax.Word) {
 	name, words := "", call.Args
 	for len(words) > 0 {
 		a := resolve(words[0])
 		if !a.lit {
-			return
+			return "", nil
 		}
 		name = a.val
 		if (name == "builtin" || name == "command") && len(words) > 1 {
@@ -200,6 +246,21 @@ func (c *checker) collectCall(call *syntax.CallExpr, stack []syntax.Node) {
 			continue
 		}
 		break
+	}
+	return name, words
+}
+
+// collectCall handles the builtins that assign (read, mapfile, getopts,
+// printf -v, set --), sourcing and directory changes; the walk has marked
+// the loops and functions around a cd.
+func (c *checker) collectCall(call *syntax.CallExpr, stack []syntax.Node) {
+	if len(call.Args) == 0 {
+		return
+	}
+	e := c.env
+	name, words := builtinName(call)
+	if words == nil {
+		return
 	}
 	args := c.resolveAll(words[1:])
 	switch name {
@@ -276,7 +337,6 @@ func (c *checker) collectCall(call *syntax.CallExpr, stack []syntax.Node) {
 			}
 		}
 	case "cd", "pushd", "popd", "chdir":
-		c.markCd(stack)
 		if name == "popd" || !cdPlain(args) {
 			c.markCdWild()
 		}

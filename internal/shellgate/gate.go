@@ -148,16 +148,15 @@ func (c *checker) child() *checker {
 }
 
 func (c *checker) file(f *syntax.File) string {
-	if r := forkBomb(f); r != "" {
-		return r
-	}
 	if c.env == nil {
 		c.env = newEnv()
 	}
 	if len(c.cwd) == 0 {
 		c.cwd = []string{"."}
 	}
-	c.collect(f)
+	if r := c.collect(f); r != "" {
+		return r
+	}
 	// Verdicts reached while assignments were still being collected may
 	// rest on part of them.
 	clear(c.env.arithMemo)
