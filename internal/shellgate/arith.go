@@ -162,7 +162,9 @@ func (c *checker) arithText(s string, depth int) string {
 	if strings.Contains(s, "$(") || strings.Contains(s, "`") {
 		return "command substitution inside arithmetic or [[ ]]"
 	}
-	x, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Arithmetic(strings.NewReader(s))
+	p := parsers.Get().(*syntax.Parser)
+	x, err := p.Arithmetic(strings.NewReader(s))
+	parsers.Put(p)
 	if err != nil {
 		if strings.ContainsAny(s, "$[") {
 			return "unparsable arithmetic with expansions"

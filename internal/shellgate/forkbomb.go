@@ -57,7 +57,7 @@ func (b *forkScan) call(fn string, m *syntax.CallExpr, depth int) {
 	}
 	b.calls[fn] = append(b.calls[fn], a.val)
 	if code := inlineCode(a.val, m.Args[1:]); code != "" && depth < maxDepth {
-		if f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(code), ""); err == nil {
+		if f, err := parseBash(code); err == nil {
 			b.nested(f, fn, depth+1)
 		}
 	}

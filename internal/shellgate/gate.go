@@ -3,6 +3,7 @@ package shellgate
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -116,7 +117,7 @@ func (c *checker) script(src string) string {
 	if c.budget.bytes -= len(src); c.budget.bytes < 0 {
 		return "command too complex to analyse"
 	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	f, err := parseBash(src)
 	if err != nil {
 		if c.depth > 0 {
 			return "unparsable inline shell code"
@@ -124,6 +125,17 @@ func (c *checker) script(src string) string {
 		return "unparsable command: " + clip(err.Error(), 80)
 	}
 	return c.file(f)
+}
+
+// parsers are reused across checks: making one costs a read buffer, and
+// each parse starts afresh. One that panicked is not put back.
+var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }}
+
+func parseBash(src string) (*syntax.File, error) {
+	p := parsers.Get().(*syntax.Parser)
+	f, err := p.Parse(strings.NewReader(src), "")
+	parsers.Put(p)
+	return f, err
 }
 
 // nested gates a string that a shell will run as code, in a new process
