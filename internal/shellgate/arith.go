@@ -130,7 +130,7 @@ func (c *checker) arithName(name string, depth int) string {
 	if r, ok := c.env.arithMemo[name]; ok {
 		return r
 	}
-	c.env.arithMemo[name] = "" // a cycle evaluates to an error, not to code
+	put(&c.env.arithMemo, name, "") // a cycle evaluates to an error, not to code
 	r := c.arithValue(vi.value(), depth)
 	c.env.arithMemo[name] = r
 	return r

@@ -16,73 +16,34 @@ import (
 // that $1 in a function body assigned before the call, local n=$1, already
 // sees them).
 func (c *checker) collect(f *syntax.File) string {
-	e := c.env
-	var (
-		stack []syntax.Node
-		funcs []string // the functions around the node, innermost last
-		decls []*syntax.FuncDecl
-		calls []*syntax.CallExpr
-		later []pending
-	)
-	bomb := forkScan{calls: map[string][]string{}}
-	syntax.Walk(f, func(n syntax.Node) bool {
-		if n == nil {
-			if _, ok := stack[len(stack)-1].(*syntax.FuncDecl); ok {
-				funcs = funcs[:len(funcs)-1]
-			}
-			stack = stack[:len(stack)-1]
-			return true
-		}
-		stack = append(stack, n)
-		bomb.node(n, funcs)
-		switch n := n.(type) {
-		case *syntax.FuncDecl:
-			name := ""
-			if n.Name != nil {
-				name = n.Name.Value
-			}
-			decls = append(decls, n)
-			funcs = append(funcs, name)
-		case *syntax.CallExpr:
-			calls = append(calls, n)
-			var at []syntax.Node
-			switch name, _ := builtinName(n); name {
-			case "cd", "pushd", "popd", "chdir":
-				c.markCd(stack)
-			case "read", "mapfile", "readarray":
-				at = slices.Clone(stack) // where its input comes from
-			}
-			later = append(later, pending{n: n, funcs: len(funcs), fn: last(funcs), stack: at})
-		case *syntax.BinaryCmd, *syntax.DeclClause, *syntax.Assign, *syntax.ForClause,
-			*syntax.BinaryArithm, *syntax.UnaryArithm, *syntax.CoprocClause:
-			later = append(later, pending{n: n, funcs: len(funcs), fn: last(funcs)})
-		}
-		return true
-	})
-	if r := bomb.verdict(); r != "" {
+	w := &collector{c: c, stack: make([]syntax.Node, 0, 16)}
+	syntax.Walk(f, w.visit)
+	if r := w.verdict(); r != "" {
 		return r
 	}
-	for _, d := range decls {
-		if d.Name == nil {
-			continue
-		}
-		name := d.Name.Value
-		e.funcs[name] = true
-		if !slices.Contains(e.funcBody[name], d.Body) {
-			e.funcBody[name] = append(e.funcBody[name], d.Body)
-		}
-		if e.hasCd[d] {
-			e.cdFuncs[name] = true
+	e := c.env
+	for _, p := range w.later {
+		if d, ok := p.n.(*syntax.FuncDecl); ok && d.Name != nil {
+			name := d.Name.Value
+			put(&e.funcs, name, true)
+			if !slices.Contains(e.funcBody[name], d.Body) {
+				put(&e.funcBody, name, append(e.funcBody[name], d.Body))
+			}
+			if e.hasCd[d] {
+				put(&e.cdFuncs, name, true)
+			}
 		}
 	}
-	for _, call := range calls {
-		c.recordCall(call)
+	for _, p := range w.later {
+		if call, ok := p.n.(*syntax.CallExpr); ok {
+			c.recordCall(call)
+		}
 	}
-	top := make([]string, 1)
-	for _, p := range later {
+	var top []string
+	for _, p := range w.later {
 		c.funcStack = nil
-		if p.funcs > 0 {
-			top[0] = p.fn
+		if p.inFunc {
+			top = append(top[:0], p.fn)
 			c.funcStack = top
 		}
 		c.collectNode(p)
@@ -91,20 +52,68 @@ func (c *checker) collect(f *syntax.File) string {
 	return ""
 }
 
+// collector is the state of the collection walk.
+type collector struct {
+	forkScan
+	c     *checker
+	stack []syntax.Node // the nodes around the one visited
+	funcs []string      // the functions around it, innermost last
+	later []pending
+}
+
+func (w *collector) visit(n syntax.Node) bool {
+	if n == nil {
+		if _, ok := w.stack[len(w.stack)-1].(*syntax.FuncDecl); ok {
+			w.funcs = w.funcs[:len(w.funcs)-1]
+		}
+		w.stack = w.stack[:len(w.stack)-1]
+		return true
+	}
+	w.stack = append(w.stack, n)
+	w.node(n, w.funcs)
+	p := pending{n: n, inFunc: len(w.funcs) > 0}
+	if p.inFunc {
+		p.fn = w.funcs[len(w.funcs)-1]
+	}
+	switch n := n.(type) {
+	case *syntax.FuncDecl:
+		name := ""
+		if n.Name != nil {
+			name = n.Name.Value
+		}
+		w.funcs = append(w.funcs, name)
+	case *syntax.CallExpr:
+		switch name, _ := builtinName(n); name {
+		case "cd", "pushd", "popd", "chdir":
+			w.c.markCd(w.stack)
+		case "read", "mapfile", "readarray":
+			p.stack = slices.Clone(w.stack) // where its input comes from
+		}
+	case *syntax.BinaryCmd, *syntax.DeclClause, *syntax.Assign, *syntax.ForClause,
+		*syntax.BinaryArithm, *syntax.UnaryArithm, *syntax.CoprocClause:
+	default:
+		return true
+	}
+	w.later = append(w.later, p)
+	return true
+}
+
 // pending is a node whose assignments wait for the end of the walk, with
 // the innermost function around it.
 type pending struct {
-	n     syntax.Node
-	funcs int           // how many functions are around it
-	fn    string        // the innermost one
-	stack []syntax.Node // the nodes around a read, for where its input comes from
+	n      syntax.Node
+	inFunc bool
+	fn     string
+	stack  []syntax.Node // the nodes around a read, for where its input comes from
 }
 
-func last(s []string) string {
-	if len(s) == 0 {
-		return ""
+// put sets m[k], making the map on first use: most scripts leave most of
+// them empty.
+func put[K comparable, V any](m *map[K]V, k K, v V) {
+	if *m == nil {
+		*m = map[K]V{}
 	}
-	return s[len(s)-1]
+	(*m)[k] = v
 }
 
 // collectNode records what one node assigns.
@@ -113,8 +122,8 @@ func (c *checker) collectNode(p pending) {
 	switch n := p.n.(type) {
 	case *syntax.BinaryCmd:
 		if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
-			e.stdinFrom[leftmost(n.Y)] = n.X
-			e.pipeTo[rightmost(n.X)] = leftmost(n.Y)
+			put(&e.stdinFrom, leftmost(n.Y), n.X)
+			put(&e.pipeTo, rightmost(n.X), leftmost(n.Y))
 		}
 	case *syntax.DeclClause:
 		c.declFlags(n)
@@ -357,7 +366,7 @@ func (c *checker) recordCall(call *syntax.CallExpr) {
 	vi := e.funcArgs[a.val]
 	if vi == nil {
 		vi = &varInfo{}
-		e.funcArgs[a.val] = vi
+		put(&e.funcArgs, a.val, vi)
 	}
 	changed := false
 	for _, w := range call.Args[1:] {
@@ -424,7 +433,7 @@ func (c *checker) markCd(stack []syntax.Node) {
 			if c.env.hasCd[n] {
 				return
 			}
-			c.env.hasCd[n] = true
+			put(&c.env.hasCd, n, true)
 		}
 	}
 }

@@ -30,9 +30,7 @@ func (b *forkScan) node(n syntax.Node, funcs []string) {
 	switch n := n.(type) {
 	case *syntax.FuncDecl:
 		if n.Name != nil {
-			if _, ok := b.calls[n.Name.Value]; !ok {
-				b.calls[n.Name.Value] = nil
-			}
+			b.decl(n.Name.Value)
 		}
 	case *syntax.CallExpr:
 		fn := ""
@@ -46,6 +44,12 @@ func (b *forkScan) node(n syntax.Node, funcs []string) {
 	}
 }
 
+func (b *forkScan) decl(name string) {
+	if _, ok := b.calls[name]; !ok {
+		put(&b.calls, name, nil)
+	}
+}
+
 // call records that function fn runs the command of m.
 func (b *forkScan) call(fn string, m *syntax.CallExpr, depth int) {
 	if fn == "" || len(m.Args) == 0 {
@@ -55,7 +59,7 @@ func (b *forkScan) call(fn string, m *syntax.CallExpr, depth int) {
 	if !a.lit {
 		return
 	}
-	b.calls[fn] = append(b.calls[fn], a.val)
+	put(&b.calls, fn, append(b.calls[fn], a.val))
 	if code := inlineCode(a.val, m.Args[1:]); code != "" && depth < maxDepth {
 		if f, err := parseBash(code); err == nil {
 			b.nested(f, fn, depth+1)
@@ -73,11 +77,8 @@ func (b *forkScan) nested(n syntax.Node, fn string, depth int) {
 			if m.Name == nil {
 				return true
 			}
-			name := m.Name.Value
-			if _, ok := b.calls[name]; !ok {
-				b.calls[name] = nil
-			}
-			b.nested(m.Body, name, depth)
+			b.decl(m.Name.Value)
+			b.nested(m.Body, m.Name.Value, depth)
 			return false
 		case *syntax.CallExpr:
 			b.call(fn, m, depth)
@@ -89,6 +90,9 @@ func (b *forkScan) nested(n syntax.Node, fn string, depth int) {
 // verdict blocks functions that call themselves, directly or through
 // each other, and loops that spawn background jobs without end.
 func (b *forkScan) verdict() string {
+	if len(b.calls) == 0 {
+		return b.loop
+	}
 	// Depth-first search for a cycle; state 1 = on the stack, 2 = done.
 	state := map[string]int{}
 	var cycle func(string) bool
