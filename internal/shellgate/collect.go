@@ -39,13 +39,8 @@ func (c *checker) collect(f *syntax.File) string {
 			c.recordCall(call)
 		}
 	}
-	var top []string
 	for _, p := range w.later {
-		c.funcStack = nil
-		if p.inFunc {
-			top = append(top[:0], p.fn)
-			c.funcStack = top
-		}
+		c.funcStack = p.funcs
 		c.collectNode(p)
 	}
 	c.funcStack = nil
@@ -57,7 +52,7 @@ type collector struct {
 	forkScan
 	c     *checker
 	stack []syntax.Node // the nodes around the one visited
-	funcs []string      // the functions around it, innermost last
+	funcs []string      // the functions around it, innermost last; never written in place
 	later []pending
 }
 
@@ -71,17 +66,15 @@ func (w *collector) visit(n syntax.Node) bool {
 	}
 	w.stack = append(w.stack, n)
 	w.node(n, w.funcs)
-	p := pending{n: n, inFunc: len(w.funcs) > 0}
-	if p.inFunc {
-		p.fn = w.funcs[len(w.funcs)-1]
-	}
+	p := pending{n: n, funcs: w.funcs}
 	switch n := n.(type) {
 	case *syntax.FuncDecl:
 		name := ""
 		if n.Name != nil {
 			name = n.Name.Value
 		}
-		w.funcs = append(w.funcs, name)
+		// A copy, so that the stacks kept by pending nodes stay as they were.
+		w.funcs = append(w.funcs[:len(w.funcs):len(w.funcs)], name)
 	case *syntax.CallExpr:
 		switch name, _ := builtinName(n); name {
 		case "cd", "pushd", "popd", "chdir":
@@ -98,13 +91,11 @@ func (w *collector) visit(n syntax.Node) bool {
 	return true
 }
 
-// pending is a node whose assignments wait for the end of the walk, with
-// the innermost function around it.
+// pending is a node whose assignments wait for the end of the walk.
 type pending struct {
-	n      syntax.Node
-	inFunc bool
-	fn     string
-	stack  []syntax.Node // the nodes around a read, for where its input comes from
+	n     syntax.Node
+	funcs []string      // the functions around it
+	stack []syntax.Node // the nodes around a read, for where its input comes from
 }
 
 // put sets m[k], making the map on first use: most scripts leave most of

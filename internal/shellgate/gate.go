@@ -265,13 +265,20 @@ func isAllIndex(x syntax.ArithmExpr) bool {
 }
 
 // rightmost finds the statement whose output a pipe carries.
-func rightmost(s *syntax.Stmt) *syntax.Stmt {
+func rightmost(s *syntax.Stmt) *syntax.Stmt { return pipeEnd(s, false) }
+
+// leftmost finds the statement that actually receives a pipe's input.
+func leftmost(s *syntax.Stmt) *syntax.Stmt { return pipeEnd(s, true) }
+
+func pipeEnd(s *syntax.Stmt, left bool) *syntax.Stmt {
 	for {
 		b, ok := s.Cmd.(*syntax.BinaryCmd)
 		if !ok || (b.Op != syntax.Pipe && b.Op != syntax.PipeAll) {
 			return s
 		}
-		s = b.Y
+		if s = b.Y; left {
+			s = b.X
+		}
 	}
 }
 
@@ -296,17 +303,6 @@ func (c *checker) arithNode(n syntax.Node) string {
 		}
 	}
 	return ""
-}
-
-// leftmost finds the statement that actually receives a pipe's input.
-func leftmost(s *syntax.Stmt) *syntax.Stmt {
-	for {
-		b, ok := s.Cmd.(*syntax.BinaryCmd)
-		if !ok || (b.Op != syntax.Pipe && b.Op != syntax.PipeAll) {
-			return s
-		}
-		s = b.X
-	}
 }
 
 // word applies the rules that hold for a word wherever it appears.

@@ -83,7 +83,7 @@ func (c *checker) resolve(w *syntax.Word) arg {
 		// Most words are one plain part; they need no copying.
 		switch p := w.Parts[0].(type) {
 		case *syntax.Lit:
-			if plainLit(p.Value) {
+			if !strings.ContainsAny(p.Value, "\\*?[{"+sentinels) { // no escape, glob or brace
 				return arg{val: p.Value, pat: p.Value, lit: true}
 			}
 		case *syntax.SglQuoted:
@@ -253,30 +253,19 @@ func braceEnd(s string, open int) int {
 	return -1
 }
 
-// plainLit reports an unquoted literal that resolves to itself: no
-// escapes, globs, braces or bytes that would read as sentinels.
-func plainLit(s string) bool {
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c < ctlChar, c == '\\', c == '*', c == '?', c == '[', c == '{':
-			return false
-		}
-	}
-	return true
-}
-
 // quotedPat is the pattern of quoted text s, which is s itself unless it
 // holds bytes that would read as sentinels.
 func quotedPat(s string) string {
-	for i := 0; i < len(s); i++ {
-		if s[i] < ctlChar {
-			var b strings.Builder
-			writeQuoted(&b, s)
-			return b.String()
-		}
+	if !strings.ContainsAny(s, sentinels) {
+		return s
 	}
-	return s
+	var b strings.Builder
+	writeQuoted(&b, s)
+	return b.String()
 }
+
+// sentinels are the bytes a pattern reserves (see above).
+const sentinels = "\x00\x01\x02\x03\x04"
 
 func writeQuoted(pat *strings.Builder, s string) {
 	for i := 0; i < len(s); i++ {
@@ -293,39 +282,24 @@ func unescapeDouble(s string) string {
 	if !strings.Contains(s, "\\") {
 		return s
 	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) {
-			switch s[i+1] {
-			case '$', '`', '"', '\\':
-				b.WriteByte(s[i+1])
-				i++
-				continue
-			case '\n':
-				i++
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return unescape(s, "$`\"\\\n")
 }
 
 // unescapeHeredoc removes the backslashes that are special in the body of a
 // here-document whose delimiter was not quoted.
-func unescapeHeredoc(s string) string {
+func unescapeHeredoc(s string) string { return unescape(s, "$`\\\n") }
+
+// unescape removes each backslash before one of special; one before a
+// newline goes with it.
+func unescape(s, special string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) {
-			switch s[i+1] {
-			case '$', '`', '\\':
-				b.WriteByte(s[i+1])
-				i++
-				continue
-			case '\n':
-				i++
-				continue
+		if s[i] == '\\' && i+1 < len(s) && strings.IndexByte(special, s[i+1]) >= 0 {
+			i++
+			if s[i] != '\n' {
+				b.WriteByte(s[i])
 			}
+			continue
 		}
 		b.WriteByte(s[i])
 	}
@@ -454,5 +428,5 @@ func hasLiteral(pat, except string) bool {
 
 // isWild reports whether the pattern contains any wildcard sentinel.
 func isWild(pat string) bool {
-	return strings.ContainsAny(pat, "\x00\x01\x02\x03\x04")
+	return strings.ContainsAny(pat, sentinels)
 }
