@@ -130,7 +130,7 @@ func (c *checker) arithName(name string, depth int) string {
 	if r, ok := c.env.arithMemo[name]; ok {
 		return r
 	}
-	c.env.arithMemo[name] = "" // a cycle evaluates to an error, not to code
+	put(&c.env.arithMemo, name, "") // a cycle evaluates to an error, not to code
 	r := c.arithValue(vi.value(), depth)
 	c.env.arithMemo[name] = r
 	return r
@@ -162,7 +162,9 @@ func (c *checker) arithText(s string, depth int) string {
 	if strings.Contains(s, "$(") || strings.Contains(s, "`") {
 		return "command substitution inside arithmetic or [[ ]]"
 	}
-	x, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Arithmetic(strings.NewReader(s))
+	p := parsers.Get().(*syntax.Parser)
+	x, err := p.Arithmetic(strings.NewReader(s))
+	parsers.Put(p)
 	if err != nil {
 		if strings.ContainsAny(s, "$[") {
 			return "unparsable arithmetic with expansions"

@@ -9,107 +9,158 @@ import (
 
 // collect records, before a file is judged, every assignment it makes,
 // the callers' arguments of its functions, what feeds each pipe, and which
-// loops and functions change directory.
-func (c *checker) collect(f *syntax.File) {
-	// Callers' arguments first, so that $1 in a function body assigned
-	// before the call (local n=$1) already sees them.
-	var calls []*syntax.CallExpr
-	syntax.Walk(f, func(n syntax.Node) bool {
-		switch n := n.(type) {
-		case *syntax.CallExpr:
-			calls = append(calls, n)
-		case *syntax.FuncDecl:
-			if n.Name != nil {
-				c.env.funcs[n.Name.Value] = true
-			}
-		}
-		return true
-	})
-	for _, call := range calls {
-		c.recordCall(call)
+// loops and functions change directory; it returns why the file is a fork
+// bomb, if it is one. The tree is walked once: what only depends on its
+// shape is noted on the way, and the assignments, which read the callers'
+// arguments, are replayed in source order once every call is known (so
+// that $1 in a function body assigned before the call, local n=$1, already
+// sees them).
+func (c *checker) collect(f *syntax.File) string {
+	w := &collector{c: c, stack: make([]syntax.Node, 0, 16)}
+	syntax.Walk(f, w.visit)
+	if r := w.verdict(); r != "" {
+		return r
 	}
 	e := c.env
-	var stack []syntax.Node
-	var funcs []string
-	syntax.Walk(f, func(n syntax.Node) bool {
-		if n == nil {
-			top := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			switch top := top.(type) {
-			case *syntax.FuncDecl:
-				funcs = funcs[:len(funcs)-1]
-				c.funcStack = funcs
-				if e.hasCd[top] && top.Name != nil {
-					e.cdFuncs[top.Name.Value] = true
-				}
+	for _, p := range w.later {
+		if d, ok := p.n.(*syntax.FuncDecl); ok && d.Name != nil {
+			name := d.Name.Value
+			put(&e.funcs, name, true)
+			if !slices.Contains(e.funcBody[name], d.Body) {
+				put(&e.funcBody, name, append(e.funcBody[name], d.Body))
 			}
-			return true
+			if e.hasCd[d] {
+				put(&e.cdFuncs, name, true)
+			}
 		}
-		stack = append(stack, n)
-		switch n := n.(type) {
-		case *syntax.FuncDecl:
-			name := ""
-			if n.Name != nil {
-				name = n.Name.Value
-				e.funcs[name] = true
-				if !slices.Contains(e.funcBody[name], n.Body) {
-					e.funcBody[name] = append(e.funcBody[name], n.Body)
-				}
-			}
-			funcs = append(funcs, name)
-			c.funcStack = funcs
-		case *syntax.BinaryCmd:
-			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
-				e.stdinFrom[leftmost(n.Y)] = n.X
-			}
-		case *syntax.DeclClause:
-			c.declFlags(n)
-		case *syntax.Assign:
-			c.collectAssign(n)
-		case *syntax.ForClause:
-			if wi, ok := n.Loop.(*syntax.WordIter); ok && wi.Name != nil {
-				var v value
-				if !wi.InPos.IsValid() {
-					v = c.positional()
-				} else {
-					vs := make([]value, 0, len(wi.Items))
-					for _, w := range wi.Items {
-						vs = append(vs, argValue(c.resolve(w)))
-					}
-					v = union(vs)
-				}
-				e.assignVar(wi.Name.Value, v)
-				if n.Select {
-					e.assignVar("REPLY", runValue)
-				}
-			}
-		case *syntax.BinaryArithm:
-			if isAssignOp(n.Op) {
-				if name := arithName(n.X); name != "" {
-					e.assignVar(name, numValue)
-				}
-			}
-		case *syntax.UnaryArithm:
-			if n.Op == syntax.Inc || n.Op == syntax.Dec {
-				if name := arithName(n.X); name != "" {
-					e.assignVar(name, numValue)
-				}
-			}
-		case *syntax.CallExpr:
-			c.collectCall(n, stack)
-		case *syntax.CoprocClause:
-			name := "COPROC"
-			if n.Name != nil {
-				if a := resolve(n.Name); a.lit {
-					name = a.val
-				}
-			}
-			e.assignVar(name, numValue)
-			e.assignVar(name+"_PID", numValue)
+	}
+	for _, p := range w.later {
+		if call, ok := p.n.(*syntax.CallExpr); ok {
+			c.recordCall(call)
 		}
-		return true
-	})
+	}
+	for _, p := range w.later {
+		c.funcStack = p.funcs
+		c.collectNode(p)
+	}
 	c.funcStack = nil
+	return ""
+}
+
+// collector is the state of the collection walk.
+type collector struct {
+	forkScan
+	c     *checker
+	stack []syntax.Node // the nodes around the one visited
+	funcs []string      // the functions around it, innermost last; never written in place
+	later []pending
+}
+
+func (w *collector) visit(n syntax.Node) bool {
+	if n == nil {
+		if _, ok := w.stack[len(w.stack)-1].(*syntax.FuncDecl); ok {
+			w.funcs = w.funcs[:len(w.funcs)-1]
+		}
+		w.stack = w.stack[:len(w.stack)-1]
+		return true
+	}
+	w.stack = append(w.stack, n)
+	w.node(n, w.funcs)
+	p := pending{n: n, funcs: w.funcs}
+	switch n := n.(type) {
+	case *syntax.FuncDecl:
+		name := ""
+		if n.Name != nil {
+			name = n.Name.Value
+		}
+		// A copy, so that the stacks kept by pending nodes stay as they were.
+		w.funcs = append(w.funcs[:len(w.funcs):len(w.funcs)], name)
+	case *syntax.CallExpr:
+		switch name, _ := builtinName(n); name {
+		case "cd", "pushd", "popd", "chdir":
+			w.c.markCd(w.stack)
+		case "read", "mapfile", "readarray":
+			p.stack = slices.Clone(w.stack) // where its input comes from
+		}
+	case *syntax.BinaryCmd, *syntax.DeclClause, *syntax.Assign, *syntax.ForClause,
+		*syntax.BinaryArithm, *syntax.UnaryArithm, *syntax.CoprocClause:
+	default:
+		return true
+	}
+	w.later = append(w.later, p)
+	return true
+}
+
+// pending is a node whose assignments wait for the end of the walk.
+type pending struct {
+	n     syntax.Node
+	funcs []string      // the functions around it
+	stack []syntax.Node // the nodes around a read, for where its input comes from
+}
+
+// put sets m[k], making the map on first use: most scripts leave most of
+// them empty.
+func put[K comparable, V any](m *map[K]V, k K, v V) {
+	if *m == nil {
+		*m = map[K]V{}
+	}
+	(*m)[k] = v
+}
+
+// collectNode records what one node assigns.
+func (c *checker) collectNode(p pending) {
+	e := c.env
+	switch n := p.n.(type) {
+	case *syntax.BinaryCmd:
+		if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
+			put(&e.stdinFrom, leftmost(n.Y), n.X)
+			put(&e.pipeTo, rightmost(n.X), leftmost(n.Y))
+		}
+	case *syntax.DeclClause:
+		c.declFlags(n)
+	case *syntax.Assign:
+		c.collectAssign(n)
+	case *syntax.ForClause:
+		if wi, ok := n.Loop.(*syntax.WordIter); ok && wi.Name != nil {
+			var v value
+			if !wi.InPos.IsValid() {
+				v = c.positional()
+			} else {
+				vs := make([]value, 0, len(wi.Items))
+				for _, w := range wi.Items {
+					vs = append(vs, argValue(c.resolve(w)))
+				}
+				v = union(vs)
+			}
+			e.assignVar(wi.Name.Value, v)
+			if n.Select {
+				e.assignVar("REPLY", runValue)
+			}
+		}
+	case *syntax.BinaryArithm:
+		if isAssignOp(n.Op) {
+			if name := arithName(n.X); name != "" {
+				e.assignVar(name, numValue)
+			}
+		}
+	case *syntax.UnaryArithm:
+		if n.Op == syntax.Inc || n.Op == syntax.Dec {
+			if name := arithName(n.X); name != "" {
+				e.assignVar(name, numValue)
+			}
+		}
+	case *syntax.CallExpr:
+		c.collectCall(n, p.stack)
+	case *syntax.CoprocClause:
+		name := "COPROC"
+		if n.Name != nil {
+			if a := resolve(n.Name); a.lit {
+				name = a.val
+			}
+		}
+		e.assignVar(name, numValue)
+		e.assignVar(name+"_PID", numValue)
+	}
 }
 
 // declFlags marks the names declare/local/… gives integer or associative
@@ -180,18 +231,14 @@ func (c *checker) collectAssign(as *syntax.Assign) {
 	}
 }
 
-// collectCall handles the builtins that assign (read, mapfile, getopts,
-// printf -v, set --), sourcing, directory changes and function calls.
-func (c *checker) collectCall(call *syntax.CallExpr, stack []syntax.Node) {
-	if len(call.Args) == 0 {
-		return
-	}
-	e := c.env
+// builtinName is the literal name a simple command runs, through builtin
+// and command, with the words from it on; no words when it is not literal.
+func builtinName(call *syntax.CallExpr) (string, []*syntax.Word) {
 	name, words := "", call.Args
 	for len(words) > 0 {
 		a := resolve(words[0])
 		if !a.lit {
-			return
+			return "", nil
 		}
 		name = a.val
 		if (name == "builtin" || name == "command") && len(words) > 1 {
@@ -199,6 +246,21 @@ func (c *checker) collectCall(call *syntax.CallExpr, stack []syntax.Node) {
 			continue
 		}
 		break
+	}
+	return name, words
+}
+
+// collectCall handles the builtins that assign (read, mapfile, getopts,
+// printf -v, set --), sourcing and directory changes; the walk has marked
+// the loops and functions around a cd.
+func (c *checker) collectCall(call *syntax.CallExpr, stack []syntax.Node) {
+	if len(call.Args) == 0 {
+		return
+	}
+	e := c.env
+	name, words := builtinName(call)
+	if words == nil {
+		return
 	}
 	args := c.resolveAll(words[1:])
 	switch name {
@@ -275,7 +337,6 @@ func (c *checker) collectCall(call *syntax.CallExpr, stack []syntax.Node) {
 			}
 		}
 	case "cd", "pushd", "popd", "chdir":
-		c.markCd(stack)
 		if name == "popd" || !cdPlain(args) {
 			c.markCdWild()
 		}
@@ -296,7 +357,7 @@ func (c *checker) recordCall(call *syntax.CallExpr) {
 	vi := e.funcArgs[a.val]
 	if vi == nil {
 		vi = &varInfo{}
-		e.funcArgs[a.val] = vi
+		put(&e.funcArgs, a.val, vi)
 	}
 	changed := false
 	for _, w := range call.Args[1:] {
@@ -363,7 +424,7 @@ func (c *checker) markCd(stack []syntax.Node) {
 			if c.env.hasCd[n] {
 				return
 			}
-			c.env.hasCd[n] = true
+			put(&c.env.hasCd, n, true)
 		}
 	}
 }

@@ -572,10 +572,7 @@ func (c *checker) alias(args []arg) string {
 			if err != nil || len(words) == 0 {
 				return "alias that is not a simple command"
 			}
-			if c.env.aliases == nil {
-				c.env.aliases = map[string][]arg{}
-			}
-			c.env.aliases[name] = words
+			put(&c.env.aliases, name, words)
 		}
 	}
 	return ""

@@ -66,7 +66,7 @@ func (c *checker) enter(n syntax.Node) {
 // inPipe reports a statement that is one side of a pipe: it runs in a
 // subshell of its own.
 func (c *checker) inPipe(s *syntax.Stmt) bool {
-	return c.piped[s] || c.pipeOut[s] || c.env.stdinFrom[s] != nil
+	return c.env.stdinFrom[s] != nil || c.env.pipeTo[s] != nil
 }
 
 // leave closes the innermost frame.

@@ -15,11 +15,84 @@ import (
 // and a loop that never ends, or runs a huge number of times, and starts
 // a background job on each turn without waiting (while true; do x & done).
 
-// forkBomb blocks functions that call themselves, directly or through
+// forkScan gathers, node by node during the collection walk, what the
+// fork-bomb rules need: for each function, the commands its body calls,
+// looking into the literal code it hands to eval and to shells (an
+// exported function is visible to bash -c), and the first loop that
+// spawns background jobs without end.
+type forkScan struct {
+	calls map[string][]string
+	loop  string
+}
+
+// node notes n, met inside the functions funcs (innermost last).
+func (b *forkScan) node(n syntax.Node, funcs []string) {
+	switch n := n.(type) {
+	case *syntax.FuncDecl:
+		if n.Name != nil {
+			b.decl(n.Name.Value)
+		}
+	case *syntax.CallExpr:
+		fn := ""
+		for i := len(funcs) - 1; i >= 0 && fn == ""; i-- {
+			fn = funcs[i] // the innermost function with a name
+		}
+		b.call(fn, n, 0)
+	}
+	if b.loop == "" {
+		b.loop = spawnLoop(n)
+	}
+}
+
+func (b *forkScan) decl(name string) {
+	if _, ok := b.calls[name]; !ok {
+		put(&b.calls, name, nil)
+	}
+}
+
+// call records that function fn runs the command of m.
+func (b *forkScan) call(fn string, m *syntax.CallExpr, depth int) {
+	if fn == "" || len(m.Args) == 0 {
+		return
+	}
+	a := resolve(m.Args[0])
+	if !a.lit {
+		return
+	}
+	put(&b.calls, fn, append(b.calls[fn], a.val))
+	if code := inlineCode(a.val, m.Args[1:]); code != "" && depth < maxDepth {
+		if f, err := parseBash(code); err == nil {
+			b.nested(f, fn, depth+1)
+		}
+	}
+}
+
+// nested records the calls of code that function fn runs through eval or
+// a shell; functions it defines are followed as their own. Each node is
+// visited once, however deeply functions are nested.
+func (b *forkScan) nested(n syntax.Node, fn string, depth int) {
+	syntax.Walk(n, func(m syntax.Node) bool {
+		switch m := m.(type) {
+		case *syntax.FuncDecl:
+			if m.Name == nil {
+				return true
+			}
+			b.decl(m.Name.Value)
+			b.nested(m.Body, m.Name.Value, depth)
+			return false
+		case *syntax.CallExpr:
+			b.call(fn, m, depth)
+		}
+		return true
+	})
+}
+
+// verdict blocks functions that call themselves, directly or through
 // each other, and loops that spawn background jobs without end.
-func forkBomb(f *syntax.File) string {
-	calls := map[string][]string{}
-	collectCalls(f, "", calls, 0)
+func (b *forkScan) verdict() string {
+	if len(b.calls) == 0 {
+		return b.loop
+	}
 	// Depth-first search for a cycle; state 1 = on the stack, 2 = done.
 	state := map[string]int{}
 	var cycle func(string) bool
@@ -31,16 +104,16 @@ func forkBomb(f *syntax.File) string {
 			return false
 		}
 		state[fn] = 1
-		for _, callee := range calls[fn] {
-			if _, isFunc := calls[callee]; isFunc && cycle(callee) {
+		for _, callee := range b.calls[fn] {
+			if _, isFunc := b.calls[callee]; isFunc && cycle(callee) {
 				return true
 			}
 		}
 		state[fn] = 2
 		return false
 	}
-	names := make([]string, 0, len(calls))
-	for fn := range calls {
+	names := make([]string, 0, len(b.calls))
+	for fn := range b.calls {
 		names = append(names, fn)
 	}
 	sort.Strings(names) // deterministic reason
@@ -49,43 +122,7 @@ func forkBomb(f *syntax.File) string {
 			return fmt.Sprintf("fork bomb (recursive function %q)", clip(fn, maxNameLen))
 		}
 	}
-	return spawnLoop(f)
-}
-
-// collectCalls records, for each function, the commands its body calls,
-// looking into the literal code it hands to eval and to shells (an
-// exported function is visible to bash -c). Each node is visited once,
-// however deeply functions are nested.
-func collectCalls(n syntax.Node, fn string, calls map[string][]string, depth int) {
-	syntax.Walk(n, func(m syntax.Node) bool {
-		switch m := m.(type) {
-		case *syntax.FuncDecl:
-			if m.Name == nil {
-				return true
-			}
-			name := m.Name.Value
-			if _, ok := calls[name]; !ok {
-				calls[name] = nil
-			}
-			collectCalls(m.Body, name, calls, depth)
-			return false
-		case *syntax.CallExpr:
-			if fn == "" || len(m.Args) == 0 {
-				return true
-			}
-			a := resolve(m.Args[0])
-			if !a.lit {
-				return true
-			}
-			calls[fn] = append(calls[fn], a.val)
-			if code := inlineCode(a.val, m.Args[1:]); code != "" && depth < maxDepth {
-				if f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(code), ""); err == nil {
-					collectCalls(f, fn, calls, depth+1)
-				}
-			}
-		}
-		return true
-	})
+	return b.loop
 }
 
 // inlineCode returns the literal code eval or sh -c is given.
@@ -115,34 +152,27 @@ func inlineCode(prog string, rest []*syntax.Word) string {
 // as bounded.
 const maxTurns = 1000
 
-// spawnLoop finds loops that start background jobs on every turn, never
-// wait for them, and run without end or a huge number of times.
-func spawnLoop(f *syntax.File) string {
-	r := ""
-	syntax.Walk(f, func(n syntax.Node) bool {
-		if r != "" {
-			return false
-		}
-		switch n := n.(type) {
-		case *syntax.BinaryCmd:
-			// yes | while read l; do x & done
-			if (n.Op == syntax.Pipe || n.Op == syntax.PipeAll) && endlessOutput(rightmost(n.X)) {
-				if w, ok := leftmost(n.Y).Cmd.(*syntax.WhileClause); ok && !w.Until && len(w.Cond) > 0 && isCall(w.Cond[len(w.Cond)-1], "read") && spawns(w.Do) {
-					r = "fork bomb (endless input starting background jobs)"
-				}
-			}
-		case *syntax.WhileClause:
-			if endlessCond(n.Cond, n.Until) && spawns(n.Do) {
-				r = "fork bomb (endless loop starting background jobs)"
-			}
-		case *syntax.ForClause:
-			if spawns(n.Do) && hugeLoop(n.Loop) {
-				r = "fork bomb (loop starting background jobs without bound)"
+// spawnLoop reports a loop that starts background jobs on every turn,
+// never waits for them, and runs without end or a huge number of times.
+func spawnLoop(n syntax.Node) string {
+	switch n := n.(type) {
+	case *syntax.BinaryCmd:
+		// yes | while read l; do x & done
+		if (n.Op == syntax.Pipe || n.Op == syntax.PipeAll) && endlessOutput(rightmost(n.X)) {
+			if w, ok := leftmost(n.Y).Cmd.(*syntax.WhileClause); ok && !w.Until && len(w.Cond) > 0 && isCall(w.Cond[len(w.Cond)-1], "read") && spawns(w.Do) {
+				return "fork bomb (endless input starting background jobs)"
 			}
 		}
-		return true
-	})
-	return r
+	case *syntax.WhileClause:
+		if endlessCond(n.Cond, n.Until) && spawns(n.Do) {
+			return "fork bomb (endless loop starting background jobs)"
+		}
+	case *syntax.ForClause:
+		if spawns(n.Do) && hugeLoop(n.Loop) {
+			return "fork bomb (loop starting background jobs without bound)"
+		}
+	}
+	return ""
 }
 
 // endlessOutput reports a command whose output never ends.

@@ -3,6 +3,7 @@ package shellgate
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -52,8 +53,8 @@ func decide(command string) Decision {
 	e := newEnv()
 	for pass := 0; pass < maxPasses; pass++ {
 		e.stale = false
-		e.memo = map[*syntax.CmdSubst]value{}
-		e.arithMemo = map[string]string{}
+		clear(e.memo)
+		clear(e.arithMemo)
 		c := &checker{budget: &budget{steps: maxSteps, bytes: maxParsed}, env: e, cwd: []string{"."}}
 		if r := c.script(command); r != "" {
 			return Decision{Reason: r}
@@ -74,10 +75,7 @@ const maxPasses = 3
 type checker struct {
 	depth   int
 	budget  *budget
-	piped   map[*syntax.Stmt]bool         // statements whose stdin is a pipe
-	pipeOut map[*syntax.Stmt]bool         // statements whose stdout is a pipe
-	pipeTo  map[*syntax.Stmt]*syntax.Stmt // the statement reading a pipe's output
-	sawProc bool                          // some earlier word mentioned "proc" (cd /proc/self; cat environ)
+	sawProc bool // some earlier word mentioned "proc" (cd /proc/self; cat environ)
 	reason  string
 	// arithDone holds arithmetic nodes already scanned as part of an
 	// enclosing one, so nesting costs linear rather than quadratic time.
@@ -119,7 +117,7 @@ func (c *checker) script(src string) string {
 	if c.budget.bytes -= len(src); c.budget.bytes < 0 {
 		return "command too complex to analyse"
 	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	f, err := parseBash(src)
 	if err != nil {
 		if c.depth > 0 {
 			return "unparsable inline shell code"
@@ -127,6 +125,17 @@ func (c *checker) script(src string) string {
 		return "unparsable command: " + clip(err.Error(), 80)
 	}
 	return c.file(f)
+}
+
+// parsers are reused across checks: making one costs a read buffer, and
+// each parse starts afresh. One that panicked is not put back.
+var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }}
+
+func parseBash(src string) (*syntax.File, error) {
+	p := parsers.Get().(*syntax.Parser)
+	f, err := p.Parse(strings.NewReader(src), "")
+	parsers.Put(p)
+	return f, err
 }
 
 // nested gates a string that a shell will run as code, in a new process
@@ -151,23 +160,19 @@ func (c *checker) child() *checker {
 }
 
 func (c *checker) file(f *syntax.File) string {
-	if r := forkBomb(f); r != "" {
-		return r
-	}
 	if c.env == nil {
 		c.env = newEnv()
 	}
 	if len(c.cwd) == 0 {
 		c.cwd = []string{"."}
 	}
-	c.collect(f)
+	if r := c.collect(f); r != "" {
+		return r
+	}
 	// Verdicts reached while assignments were still being collected may
 	// rest on part of them.
-	c.env.arithMemo = map[string]string{}
-	c.piped = map[*syntax.Stmt]bool{}
-	c.pipeOut = map[*syntax.Stmt]bool{}
-	c.pipeTo = map[*syntax.Stmt]*syntax.Stmt{}
-	c.arithDone = map[syntax.Node]bool{}
+	clear(c.env.arithMemo)
+	c.arithDone = nil
 	if c.frames == nil {
 		c.frames = make([]frame, 0, 32)
 	}
@@ -196,17 +201,11 @@ func (c *checker) visit(n syntax.Node) bool {
 				args = c.expandPositional(call.Args)
 			}
 			c.inlined = false
-			r = c.gateCall(callCtx{args: args, redirs: n.Redirs, piped: c.piped[n],
-				pipedOut: c.pipeOut[n], stmt: n, assigns: call.Assigns})
+			r = c.gateCall(callCtx{args: args, redirs: n.Redirs, piped: c.env.stdinFrom[n] != nil,
+				pipedOut: c.env.pipeTo[n] != nil, stmt: n, assigns: call.Assigns})
 			if r == "" {
 				c.afterCall(n)
 			}
-		}
-	case *syntax.BinaryCmd:
-		if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
-			c.piped[leftmost(n.Y)] = true
-			c.pipeOut[rightmost(n.X)] = true
-			c.pipeTo[rightmost(n.X)] = leftmost(n.Y)
 		}
 	case *syntax.FuncDecl:
 		if n.Name != nil && c.env.funcArgs[n.Name.Value] != nil && !c.inPos {
@@ -266,13 +265,20 @@ func isAllIndex(x syntax.ArithmExpr) bool {
 }
 
 // rightmost finds the statement whose output a pipe carries.
-func rightmost(s *syntax.Stmt) *syntax.Stmt {
+func rightmost(s *syntax.Stmt) *syntax.Stmt { return pipeEnd(s, false) }
+
+// leftmost finds the statement that actually receives a pipe's input.
+func leftmost(s *syntax.Stmt) *syntax.Stmt { return pipeEnd(s, true) }
+
+func pipeEnd(s *syntax.Stmt, left bool) *syntax.Stmt {
 	for {
 		b, ok := s.Cmd.(*syntax.BinaryCmd)
 		if !ok || (b.Op != syntax.Pipe && b.Op != syntax.PipeAll) {
 			return s
 		}
-		s = b.Y
+		if s = b.Y; left {
+			s = b.X
+		}
 	}
 }
 
@@ -297,17 +303,6 @@ func (c *checker) arithNode(n syntax.Node) string {
 		}
 	}
 	return ""
-}
-
-// leftmost finds the statement that actually receives a pipe's input.
-func leftmost(s *syntax.Stmt) *syntax.Stmt {
-	for {
-		b, ok := s.Cmd.(*syntax.BinaryCmd)
-		if !ok || (b.Op != syntax.Pipe && b.Op != syntax.PipeAll) {
-			return s
-		}
-		s = b.X
-	}
 }
 
 // word applies the rules that hold for a word wherever it appears.
@@ -527,6 +522,9 @@ func (c *checker) arithmSubst(n syntax.Node) string {
 	syntax.Walk(n, func(m syntax.Node) bool {
 		switch m.(type) {
 		case *syntax.ArithmCmd, *syntax.ArithmExp, *syntax.LetClause, *syntax.CStyleLoop, *syntax.TestClause:
+			if c.arithDone == nil {
+				c.arithDone = map[syntax.Node]bool{}
+			}
 			c.arithDone[m] = true
 		}
 		if w, ok := m.(*syntax.Word); ok {

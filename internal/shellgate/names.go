@@ -224,7 +224,7 @@ func (c *checker) outputKept(prog string, cl callCtx) bool {
 		}
 	}
 	if cl.pipedOut {
-		reader, _ := callName(c.pipeTo[cl.stmt])
+		reader, _ := callName(c.env.pipeTo[cl.stmt])
 		return cl.stmt == nil || !metadataPrograms()[reader]
 	}
 	for _, r := range cl.redirs {
@@ -307,10 +307,6 @@ func (c *checker) inlineCall(name string, body *syntax.Stmt, args []arg) string 
 	child := &checker{depth: c.depth, budget: c.budget, sawProc: c.sawProc, env: c.env,
 		cwd: c.cwd, oldCwd: c.oldCwd, progFiles: c.progFiles, inlining: c.inlining + 1,
 		funcStack: []string{name}, posArgs: args, inPos: true}
-	child.piped = map[*syntax.Stmt]bool{}
-	child.pipeOut = map[*syntax.Stmt]bool{}
-	child.pipeTo = map[*syntax.Stmt]*syntax.Stmt{}
-	child.arithDone = map[syntax.Node]bool{}
 	syntax.Walk(body, child.visit)
 	if child.reason == "" {
 		// The function ran in this shell: its cd is the caller's.

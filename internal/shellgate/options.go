@@ -158,7 +158,7 @@ func (c *checker) carrierVar(name string, val arg) (string, bool) {
 
 // splitWords splits a string into words the way the shell would.
 func splitWords(s string) ([]arg, error) {
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(s), "")
+	f, err := parseBash(s)
 	if err != nil {
 		return nil, err
 	}

@@ -204,11 +204,11 @@ func sensitiveRead(p string) string {
 		if s.alter != nil {
 			q = s.alter(q)
 		}
-		vs := pathVariants(q)
+		vs, n := pathVariants(q)
 		if strings.HasSuffix(s.what, "link") {
-			vs = vs[:1] // the climb is only visible before cleaning
+			n = 1 // the climb is only visible before cleaning
 		}
-		for _, v := range vs {
+		for _, v := range vs[:n] {
 			if s.found(v) {
 				return s.what
 			}
@@ -220,9 +220,9 @@ func sensitiveRead(p string) string {
 // pathVariants are the spellings a check should see: the word with
 // repeated slashes and /./ removed, and its lexical cleaning (which takes
 // x/.. away).
-func pathVariants(p string) []string {
+func pathVariants(p string) (vs [2]string, n int) {
 	if !strings.Contains(p, "//") && !strings.Contains(p, "/.") {
-		return []string{p}
+		return [2]string{p}, 1
 	}
 	flat := p
 	for strings.Contains(flat, "//") {
@@ -231,7 +231,7 @@ func pathVariants(p string) []string {
 	for strings.Contains(flat, "/./") {
 		flat = strings.ReplaceAll(flat, "/./", "/")
 	}
-	return []string{flat, path.Clean(flat)}
+	return [2]string{flat, path.Clean(flat)}, 2
 }
 
 // unknownDir is a working directory the gate cannot know.

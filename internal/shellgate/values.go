@@ -42,9 +42,7 @@ var (
 )
 
 func litValue(s string) value {
-	var b strings.Builder
-	writeQuoted(&b, s)
-	return value{text: s, pat: b.String(), exact: true}
+	return value{text: s, pat: quotedPat(s), exact: true}
 }
 
 func argValue(a arg) value {
@@ -167,18 +165,11 @@ type env struct {
 	arithMemo map[string]string // verdict on each variable read by arithmetic
 	// Structure noted by the collection pass for the walk that follows.
 	stdinFrom map[*syntax.Stmt]*syntax.Stmt // the statement whose output feeds a pipe's reader
+	pipeTo    map[*syntax.Stmt]*syntax.Stmt // the statement reading a pipe's output
 	hasCd     map[syntax.Node]bool          // loops and functions whose body changes directory
 }
 
-func newEnv() *env {
-	return &env{
-		vars: map[string]*varInfo{}, funcArgs: map[string]*varInfo{}, funcs: map[string]bool{},
-		funcBody: map[string][]*syntax.Stmt{},
-		cdFuncs:  map[string]bool{}, assumed: map[string]bool{}, memo: map[*syntax.CmdSubst]value{},
-		arithMemo: map[string]string{},
-		stdinFrom: map[*syntax.Stmt]*syntax.Stmt{}, hasCd: map[syntax.Node]bool{},
-	}
-}
+func newEnv() *env { return &env{} }
 
 // touch records that key changed; if it was already relied on, the
 // script must be judged again.
@@ -188,13 +179,13 @@ func (e *env) touch(key string) {
 	}
 }
 
-func (e *env) assume(key string) { e.assumed[key] = true }
+func (e *env) assume(key string) { put(&e.assumed, key, true) }
 
 func (e *env) info(name string) *varInfo {
 	vi := e.vars[name]
 	if vi == nil {
 		vi = &varInfo{}
-		e.vars[name] = vi
+		put(&e.vars, name, vi)
 	}
 	return vi
 }
@@ -235,7 +226,7 @@ func (c *checker) partValueAt(p syntax.WordPart) value {
 			return v
 		}
 		v := c.producerValue(p.Stmts)
-		c.env.memo[p] = v
+		put(&c.env.memo, p, v)
 		return v
 	case *syntax.ArithmExp:
 		return numValue

@@ -48,9 +48,7 @@ func (a arg) isFlag() bool {
 // litArg makes an arg for a literal string that did not come from the tree
 // (an option's attached value, a file name inside a sed script).
 func litArg(s string) arg {
-	var pat strings.Builder
-	writeQuoted(&pat, s)
-	return arg{val: s, pat: pat.String(), lit: true}
+	return arg{val: s, pat: quotedPat(s), lit: true}
 }
 
 func isLetters(s string) bool {
@@ -81,8 +79,25 @@ func resolve(w *syntax.Word) arg {
 // shell expands at run time makes the word non-literal, and its pattern says
 // what the expansion may hold as far as the script shows (see values.go).
 func (c *checker) resolve(w *syntax.Word) arg {
+	if len(w.Parts) == 1 {
+		// Most words are one plain part; they need no copying.
+		switch p := w.Parts[0].(type) {
+		case *syntax.Lit:
+			if !strings.ContainsAny(p.Value, "\\*?[{"+sentinels) { // no escape, glob or brace
+				return arg{val: p.Value, pat: p.Value, lit: true}
+			}
+		case *syntax.SglQuoted:
+			if !p.Dollar {
+				return arg{val: p.Value, pat: quotedPat(p.Value), lit: true}
+			}
+		}
+	}
 	a := arg{lit: true, known: true}
 	var val, pat strings.Builder
+	if n := min(int(w.End().Offset())-int(w.Pos().Offset()), 64); n > 0 {
+		val.Grow(n)
+		pat.Grow(n)
+	}
 	expand := func(v value, quoted bool) {
 		a.lit = false
 		if !quoted && !v.numeric {
@@ -238,6 +253,20 @@ func braceEnd(s string, open int) int {
 	return -1
 }
 
+// quotedPat is the pattern of quoted text s, which is s itself unless it
+// holds bytes that would read as sentinels.
+func quotedPat(s string) string {
+	if !strings.ContainsAny(s, sentinels) {
+		return s
+	}
+	var b strings.Builder
+	writeQuoted(&b, s)
+	return b.String()
+}
+
+// sentinels are the bytes a pattern reserves (see above).
+const sentinels = "\x00\x01\x02\x03\x04"
+
 func writeQuoted(pat *strings.Builder, s string) {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -253,39 +282,24 @@ func unescapeDouble(s string) string {
 	if !strings.Contains(s, "\\") {
 		return s
 	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) {
-			switch s[i+1] {
-			case '$', '`', '"', '\\':
-				b.WriteByte(s[i+1])
-				i++
-				continue
-			case '\n':
-				i++
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return unescape(s, "$`\"\\\n")
 }
 
 // unescapeHeredoc removes the backslashes that are special in the body of a
 // here-document whose delimiter was not quoted.
-func unescapeHeredoc(s string) string {
+func unescapeHeredoc(s string) string { return unescape(s, "$`\\\n") }
+
+// unescape removes each backslash before one of special; one before a
+// newline goes with it.
+func unescape(s, special string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) {
-			switch s[i+1] {
-			case '$', '`', '\\':
-				b.WriteByte(s[i+1])
-				i++
-				continue
-			case '\n':
-				i++
-				continue
+		if s[i] == '\\' && i+1 < len(s) && strings.IndexByte(special, s[i+1]) >= 0 {
+			i++
+			if s[i] != '\n' {
+				b.WriteByte(s[i])
 			}
+			continue
 		}
 		b.WriteByte(s[i])
 	}
@@ -414,5 +428,5 @@ func hasLiteral(pat, except string) bool {
 
 // isWild reports whether the pattern contains any wildcard sentinel.
 func isWild(pat string) bool {
-	return strings.ContainsAny(pat, "\x00\x01\x02\x03\x04")
+	return strings.ContainsAny(pat, sentinels)
 }

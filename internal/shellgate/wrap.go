@@ -591,7 +591,7 @@ func (c *checker) envSplit(cl callCtx, i int) string {
 	if !s.lit {
 		return "non-literal env -S string"
 	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(s.val), "")
+	f, err := parseBash(s.val)
 	if err != nil || len(f.Stmts) != 1 {
 		return "unparsable env -S string"
 	}
