@@ -468,3 +468,53 @@ func TestBrokenAuditFileDoesNotBreakCalls(t *testing.T) {
 		t.Fatalf("%d audit errors logged, want 1:\n%s", n, logs.String())
 	}
 }
+
+// The bounds a tool's schema shows are the bounds its call enforces: one
+// past each is refused with -32602 naming the argument, and nothing is
+// sent.
+func TestSchemaBoundsAreEnforced(t *testing.T) {
+	sender := &fakeSender{}
+	h, _ := startResources(t, "    allow_send: true\n", "channels: {telegram: {proactive_chat_ids: ['424242424']}}\n",
+		func(o *gateway.Options) { o.Sender = sender })
+	owner := client(t, h.url, ownerKey)
+	maxLen := func(tool, prop string) int {
+		res, err := owner.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tl := range res.Tools {
+			if tl.Name != tool {
+				continue
+			}
+			raw, _ := json.Marshal(tl.InputSchema)
+			var s struct {
+				Properties map[string]struct {
+					MaxLength int `json:"maxLength"`
+				} `json:"properties"`
+			}
+			if err := json.Unmarshal(raw, &s); err != nil || s.Properties[prop].MaxLength == 0 {
+				t.Fatalf("%s.%s has no maxLength: %s", tool, prop, raw)
+			}
+			return s.Properties[prop].MaxLength
+		}
+		t.Fatalf("%s not listed", tool)
+		return 0
+	}
+	for _, tc := range []struct {
+		tool, prop string
+		args       func(over string) map[string]any
+	}{
+		{"garra_send_message", "chat_id", func(over string) map[string]any { return map[string]any{"chat_id": over, "text": "hi"} }},
+		{"garra_send_message", "text", func(over string) map[string]any { return map[string]any{"chat_id": "424242424", "text": over} }},
+		{"garra_read_history", "chat", func(over string) map[string]any { return map[string]any{"chat": over} }},
+	} {
+		over := strings.Repeat("9", maxLen(tc.tool, tc.prop)+1)
+		_, err := owner.CallTool(context.Background(), &mcp.CallToolParams{Name: tc.tool, Arguments: tc.args(over)})
+		wantInvalid(t, err, tc.prop+": at most")
+	}
+	sender.mu.Lock()
+	defer sender.mu.Unlock()
+	if len(sender.sent) != 0 {
+		t.Fatalf("%d messages sent past the bounds", len(sender.sent))
+	}
+}

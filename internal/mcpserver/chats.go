@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -20,10 +21,18 @@ import (
 // out for the reasons llmSchema gives.
 
 var (
-	noArgsSchema    = json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)
-	listChatsSchema = json.RawMessage(`{"type":"object","properties":{
-  "channel":{"type":"string","enum":["telegram","web"],"description":"Only conversations of this channel."}},
-  "additionalProperties":false}`)
+	noArgsSchema = json.RawMessage(`{
+  "type": "object",
+  "properties": {},
+  "additionalProperties": false
+}`)
+	listChatsSchema = json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "channel": {"type": "string", "enum": ["telegram", "web"], "description": "Only conversations of this channel."}
+  },
+  "additionalProperties": false
+}`)
 )
 
 type noArgs struct{}
@@ -37,12 +46,21 @@ type readHistoryArgs struct {
 	Limit *int    `json:"limit"`
 }
 
+// maxChatHandleLen bounds garra_read_history's chat handle, in the schema
+// and in the check alike.
+const maxChatHandleLen = 256
+
 // readHistorySchema bounds limit by max_history_messages.
 func readHistorySchema(maxHistory int) json.RawMessage {
-	return json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{
-  "chat":{"type":"string","maxLength":256,"description":"A conversation handle: the chat field of a garra_list_chats row."},
-  "limit":{"type":"integer","minimum":1,"maximum":%d,"default":%d,"description":"How many of the most recent messages to return."}},
-  "required":["chat"],"additionalProperties":false}`, maxHistory, maxHistory))
+	return json.RawMessage(fmt.Sprintf(`{
+  "type": "object",
+  "properties": {
+    "chat": {"type": "string", "maxLength": %d, "description": "A conversation handle: the chat field of a garra_list_chats row."},
+    "limit": {"type": "integer", "minimum": 1, "maximum": %d, "default": %d, "description": "How many of the most recent messages to return."}
+  },
+  "required": ["chat"],
+  "additionalProperties": false
+}`, maxChatHandleLen, maxHistory, maxHistory))
 }
 
 var statusTool = &tool{
@@ -102,8 +120,11 @@ var readHistoryTool = &tool{
 		if err := strictargs.Decode(arguments(req), &a); err != nil {
 			return nil, err
 		}
-		if a.Chat == nil || *a.Chat == "" {
+		switch {
+		case a.Chat == nil || *a.Chat == "":
 			return nil, errors.New("chat: required")
+		case utf8.RuneCountInString(*a.Chat) > maxChatHandleLen:
+			return nil, fmt.Errorf("chat: at most %d characters", maxChatHandleLen)
 		}
 		limit, err := mcppolicy.HistoryLimit(s.l, a.Limit)
 		if err != nil {

@@ -78,7 +78,9 @@ type llmTexts struct {
 // ones in force, and jsonschema-go orders keys (description first, type
 // after, pointers as ["null", …]) otherwise than the schema every client
 // has seen. TestSchemasMatchInputTypes keeps the properties and askArgs
-// (agentArgs) in step.
+// (agentArgs) in step. Every hand-written schema of the package is laid
+// out like this one (the specs' layout), and takes its bounds from the
+// constants its argument checks enforce.
 func llmSchema(t llmTexts, b mcppolicy.Timeouts, provider, model string) json.RawMessage {
 	workingDir := ""
 	if t.workingDir != "" {
@@ -87,16 +89,19 @@ func llmSchema(t llmTexts, b mcppolicy.Timeouts, provider, model string) json.Ra
 	return json.RawMessage(fmt.Sprintf(`{
   "type": "object",
   "properties": {
-    "message": {"type": "string", "maxLength": 65536, "description": %s},
+    "message": {"type": "string", "maxLength": %d, "description": %s},
     "provider": {"type": "string", "enum": ["ollama", "anthropic", "openai", "openrouter"], "default": %s, "description": %s},
     "model": {"type": "string", "default": %s, "description": %s},
     "timeout_secs": {"type": "integer", "minimum": %d, "maximum": %d, "default": %d, "description": %s},
-    "system_prompt": {"type": "string", "maxLength": 8192, "description": %s}%s
+    "system_prompt": {"type": "string", "maxLength": %d, "description": %s}%s
   },
   "required": ["message"],
   "additionalProperties": false
-}`, jsonString(t.message), jsonString(provider), jsonString(t.provider), jsonString(model), jsonString(t.model),
-		b.Min, b.Max, b.Default, jsonString(t.timeout), jsonString(t.systemPrompt), workingDir))
+}`, ask.MaxMessageBytes, jsonString(t.message),
+		jsonString(provider), jsonString(t.provider),
+		jsonString(model), jsonString(t.model),
+		b.Min, b.Max, b.Default, jsonString(t.timeout),
+		ask.MaxSystemPromptBytes, jsonString(t.systemPrompt), workingDir))
 }
 
 // jsonString is s as a JSON string literal, for the schema templates.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -14,14 +16,27 @@ import (
 	"github.com/garraia/garra/internal/strictargs"
 )
 
+// Bounds of garra_send_message's arguments, stated here once: the schema
+// shows them and prepareSend enforces them.
+const (
+	maxChatIDLen = 32
+	// maxSendChars is Telegram's limit on a message's text.
+	maxSendChars = 4096
+)
+
 // sendSchema is garra_send_message's input schema, written out for the
 // reasons llmSchema gives.
-var sendSchema = json.RawMessage(`{"type":"object","properties":{
-  "channel":{"type":"string","enum":["telegram"],"default":"telegram","description":"The channel to send on. Only telegram has approved destinations."},
-  "chat_id":{"type":"string","maxLength":32,"description":"The destination chat id; it must be listed in the operator's proactive_chat_ids."},
-  "text":{"type":"string","maxLength":4096,"description":"The message text (Telegram's limit, 4096 characters)."},
-  "dry_run":{"type":"boolean","default":false,"description":"Check the call and return the exact text that would be sent (redacted) and the resolved destination, without sending or spending the send budget."}},
-  "required":["chat_id","text"],"additionalProperties":false}`)
+var sendSchema = json.RawMessage(fmt.Sprintf(`{
+  "type": "object",
+  "properties": {
+    "channel": {"type": "string", "enum": ["telegram"], "default": "telegram", "description": "The channel to send on. Only telegram has approved destinations."},
+    "chat_id": {"type": "string", "maxLength": %d, "description": "The destination chat id; it must be listed in the operator's proactive_chat_ids."},
+    "text": {"type": "string", "maxLength": %d, "description": "The message text (Telegram's limit, %d characters)."},
+    "dry_run": {"type": "boolean", "default": false, "description": "Check the call and return the exact text that would be sent (redacted) and the resolved destination, without sending or spending the send budget."}
+  },
+  "required": ["chat_id", "text"],
+  "additionalProperties": false
+}`, maxChatIDLen, maxSendChars, maxSendChars))
 
 type sendArgs struct {
 	Channel *string `json:"channel"`
@@ -60,8 +75,10 @@ func prepareSend(_ context.Context, s *server, req *mcp.CallToolRequest) (*call,
 		return nil, errors.New("chat_id: required")
 	case a.Text == nil || strings.TrimSpace(*a.Text) == "":
 		return nil, errors.New("text: required and not empty")
-	case len([]rune(*a.Text)) > 4096:
-		return nil, errors.New("text: at most 4096 characters")
+	case utf8.RuneCountInString(*a.ChatID) > maxChatIDLen:
+		return nil, fmt.Errorf("chat_id: at most %d characters", maxChatIDLen)
+	case utf8.RuneCountInString(*a.Text) > maxSendChars:
+		return nil, fmt.Errorf("text: at most %d characters", maxSendChars)
 	}
 	ch := s.o.Chats
 	chatID := strings.TrimSpace(*a.ChatID)
