@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -199,17 +198,7 @@ func startBenchProcess(b *testing.B, s *benchSide, env []string, listening *rege
 		b.Fatal(err)
 	}
 	s.pid = cmd.Process.Pid
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	b.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
+	exited := stopAtCleanup(b, cmd, s.name)
 	s.hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: gatewayBenchClients, DisableCompression: true}}
 	b.Cleanup(s.hc.CloseIdleConnections)
 	deadline := time.Now().Add(60 * time.Second)
