@@ -5,7 +5,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 GOLANGCI  := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
-.PHONY: all build run test unit vet fmt-check conformance conformance-gateway bench bench-go bench-startup bench-e2e lint tidy-check clean e2e images npm
+.PHONY: all build run test unit vet fmt-check conformance conformance-gateway bench bench-go bench-startup bench-gateway bench-e2e lint tidy-check clean e2e images npm
 
 all: build
 
@@ -64,6 +64,9 @@ bench-go: ## Go benchmarks of the packages (no cluster)
 
 bench-startup: ## garra mcp-server vs a bare go-sdk server: initialize latency, idle RSS, package init, side by side
 	$(GO) test -run '^$$' -bench StdioStartupVsBare -benchtime 20x ./cmd/garra
+
+bench-gateway: ## garra gateway vs a bare go-sdk HTTP server, whole processes: req/s, p50/p99, CPU per request (GARRA_BENCH_GATEWAY_BEFORE=other/garra adds a column)
+	$(GO) test -run '^$$' -bench GatewayVsBareHTTP -benchtime 5x -v ./cmd/garra
 
 bench-e2e: ## On a real cluster: apply → Ready for 1 and 10 orchestrators, idle pod memory (hack/e2e.sh bench)
 	hack/e2e.sh bench

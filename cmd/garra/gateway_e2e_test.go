@@ -71,18 +71,7 @@ func startChild(t testing.TB, dir string, env []string, re *regexp.Regexp, args 
 		t.Fatal(err)
 	}
 	logs.pid = cmd.Process.Pid
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-			t.Errorf("garra %s ignored SIGTERM for 20 s; killed", args[0])
-		}
-	})
+	exited := stopAtCleanup(t, cmd, "garra "+args[0])
 	select {
 	case v := <-logs.found:
 		return v, logs
@@ -92,6 +81,25 @@ func startChild(t testing.TB, dir string, env []string, re *regexp.Regexp, args 
 		t.Fatalf("garra %s: no listening line after 60 s:\n%s", args[0], logs.String())
 	}
 	return "", nil
+}
+
+// stopAtCleanup waits for the started cmd and stops it on cleanup:
+// SIGTERM, then SIGKILL after 20 s, which fails the test. The channel
+// gives what Wait returned.
+func stopAtCleanup(t testing.TB, cmd *exec.Cmd, name string) <-chan error {
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+			t.Errorf("%s ignored SIGTERM for 20 s; killed", name)
+		}
+	})
+	return exited
 }
 
 // e2eSandbox is one orchestrator's `garra sandbox` process.

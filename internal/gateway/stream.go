@@ -1,11 +1,8 @@
 package gateway
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -21,50 +18,6 @@ type rpcShape struct {
 	progress bool
 	// cancelled are the ids the body's notifications/cancelled name.
 	cancelled []jsonrpc.ID
-}
-
-// shapeOf reads a body's shape. A body that does not decode has none: the
-// SDK answers it.
-func shapeOf(body []byte) rpcShape {
-	var s rpcShape
-	trimmed := strings.TrimLeft(string(body), " \t\r\n")
-	if trimmed == "" {
-		return s
-	}
-	var raws []json.RawMessage
-	if trimmed[0] == '[' {
-		if json.Unmarshal(body, &raws) != nil {
-			return s
-		}
-	} else {
-		raws = []json.RawMessage{body}
-	}
-	for _, raw := range raws {
-		msg, err := jsonrpc.DecodeMessage(raw)
-		if err != nil {
-			continue
-		}
-		req, ok := msg.(*jsonrpc.Request)
-		switch {
-		case !ok:
-		case req.IsCall() && len(raws) == 1 && trimmed[0] != '[':
-			s.call, s.progress = req.ID, hasProgressToken(req.Params)
-		case req.Method == "notifications/cancelled":
-			if id, ok := mcpcancel.CancelledID(req.Params); ok {
-				s.cancelled = append(s.cancelled, id)
-			}
-		}
-	}
-	return s
-}
-
-func hasProgressToken(params json.RawMessage) bool {
-	var p struct {
-		Meta struct {
-			ProgressToken any `json:"progressToken"`
-		} `json:"_meta"`
-	}
-	return json.Unmarshal(params, &p) == nil && p.Meta.ProgressToken != nil
 }
 
 // wantsStream decides the response's form: an event stream when the
@@ -85,25 +38,17 @@ func callKey(caller string, id jsonrpc.ID) string {
 	return fmt.Sprintf("%s\x00%#v", caller, id.Raw())
 }
 
-type rpcShapeKey struct{}
-
-// readShape reads the body's shape once, for the layers after it.
+// readShape reads and parses the body, if no layer before it did, for
+// the layers after it.
 func readShape(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r, head, whole := peekBody(r)
-		var s rpcShape
-		if whole {
-			s = shapeOf(head)
-		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), rpcShapeKey{}, s)))
+		r, _ = readBody(r)
+		next.ServeHTTP(w, r)
 	})
 }
 
-// shapeIn is the shape readShape found; none without it.
-func shapeIn(r *http.Request) rpcShape {
-	s, _ := r.Context().Value(rpcShapeKey{}).(rpcShape)
-	return s
-}
+// shapeIn is the shape readBody found; none without it.
+func shapeIn(r *http.Request) rpcShape { return bodyIn(r).shape }
 
 // cancelNotices makes a notifications/cancelled that arrives in its own
 // POST cancel the call it names, when that call is the caller's and the

@@ -41,8 +41,8 @@ func TestShapeOf(t *testing.T) {
 		{"empty", ``, rpcShape{}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := shapeOf([]byte(tt.body)); !reflect.DeepEqual(got, tt.want) {
-				t.Fatalf("shapeOf = %+v, want %+v", got, tt.want)
+			if _, got := parseBody([]byte(tt.body)); !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("shape = %+v, want %+v", got, tt.want)
 			}
 		})
 	}

@@ -1,8 +1,6 @@
 package gateway
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -45,14 +43,10 @@ func requireBearer(cs *callers, metadata func(*http.Request) string, onRefuse fu
 		// answer: a client that sent it whole with Connection: close would
 		// otherwise see the kernel reset the connection for unread data
 		// and lose the 401.
-		challenge := `Bearer realm="garra"`
-		if metadata != nil {
-			challenge += fmt.Sprintf(", resource_metadata=%q", metadata(r))
-		}
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok {
 			drainRefused(r)
-			w.Header().Set("WWW-Authenticate", challenge)
+			w.Header().Set("WWW-Authenticate", bearerChallenge(metadata, r))
 			writeRefusal(w, onRefuse, errkinds.RefuseMissingBearer)
 			return
 		}
@@ -70,13 +64,24 @@ func requireBearer(cs *callers, metadata func(*http.Request) string, onRefuse fu
 			if row.Status == http.StatusServiceUnavailable {
 				w.Header().Set("Retry-After", "5")
 			} else {
-				w.Header().Set("WWW-Authenticate", challenge+`, error="invalid_token"`)
+				w.Header().Set("WWW-Authenticate", bearerChallenge(metadata, r)+`, error="invalid_token"`)
 			}
 			writeRefusal(w, onRefuse, row)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(withCaller(r.Context(), caller)))
 	})
+}
+
+// bearerChallenge is the WWW-Authenticate value of a refusal. It is built
+// only when one is written: the metadata URL costs a few allocations that
+// an admitted request would throw away.
+func bearerChallenge(metadata func(*http.Request) string, r *http.Request) string {
+	challenge := `Bearer realm="garra"`
+	if metadata != nil {
+		challenge += fmt.Sprintf(", resource_metadata=%q", metadata(r))
+	}
+	return challenge
 }
 
 // refusedBodyLimit bounds what drainRefused reads of a refused request:
@@ -263,58 +268,12 @@ func (l *RateLimiter) batchCharge(onRefuse func(errkinds.Kind), next http.Handle
 			next.ServeHTTP(w, r)
 			return
 		}
-		r, head, whole := peekBody(r)
-		if whole {
-			if n := batchLen(head); n > 1 && !l.AllowN(clientIP(r), n-1) {
-				w.Header().Set("Retry-After", "60")
-				writeRefusal(w, onRefuse, errkinds.RefuseBatchTooManyRequests)
-				return
-			}
+		r, body := readBody(r)
+		if n := body.batch; n > 1 && !l.AllowN(clientIP(r), n-1) {
+			w.Header().Set("Retry-After", "60")
+			writeRefusal(w, onRefuse, errkinds.RefuseBatchTooManyRequests)
+			return
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// peekedBody is a body peekBody read, kept in the request's context for
-// the layers after the first.
-type peekedBody struct {
-	head  []byte
-	whole bool
-}
-
-type peekedBodyKey struct{}
-
-// peekBody reads r's body up to MaxBodyBytes+1 bytes, once for all the
-// layers that look at it before the SDK: whole reports that head is the
-// entire body, within the cap. The SDK still reads the whole body (what
-// was read, then the rest) and applies its own cap (413).
-func peekBody(r *http.Request) (_ *http.Request, head []byte, whole bool) {
-	if p, ok := r.Context().Value(peekedBodyKey{}).(peekedBody); ok {
-		return r, p.head, p.whole
-	}
-	if r.Body == nil {
-		return r, nil, false
-	}
-	head, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
-	r.Body = struct {
-		io.Reader
-		io.Closer
-	}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
-	whole = err == nil && len(head) <= MaxBodyBytes
-	return r.WithContext(context.WithValue(r.Context(), peekedBodyKey{}, peekedBody{head, whole})), head, whole
-}
-
-// batchLen is the number of messages in a JSON-RPC batch body, or 1 for
-// anything else (a single message, or a body the SDK will refuse as
-// malformed anyway).
-func batchLen(body []byte) int {
-	trimmed := bytes.TrimLeft(body, " \t\r\n")
-	if len(trimmed) == 0 || trimmed[0] != '[' {
-		return 1
-	}
-	var msgs []json.RawMessage
-	if err := json.Unmarshal(trimmed, &msgs); err != nil || len(msgs) == 0 {
-		return 1
-	}
-	return len(msgs)
 }

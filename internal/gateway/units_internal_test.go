@@ -131,8 +131,8 @@ func TestBatchLen(t *testing.T) {
 		{`not json`, 1},
 		{``, 1},
 	} {
-		if got := batchLen([]byte(tt.body)); got != tt.want {
-			t.Errorf("batchLen(%q) = %d, want %d", tt.body, got, tt.want)
+		if got, _ := parseBody([]byte(tt.body)); got != tt.want {
+			t.Errorf("batch of %q = %d, want %d", tt.body, got, tt.want)
 		}
 	}
 }
