@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	authv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -120,14 +119,28 @@ func (t TokenReviews) Create(ctx context.Context, review *authv1.TokenReview, op
 	return out, nil
 }
 
+// Deployment is what garra reads of a Deployment: its metadata and how
+// many replicas are available. The full apps/v1 type would link the core
+// API group (its pod template), whose package init every command would
+// pay for one number.
+type Deployment struct {
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		Replicas *int32 `json:"replicas,omitempty"`
+	} `json:"spec"`
+	Status struct {
+		AvailableReplicas int32 `json:"availableReplicas,omitempty"`
+	} `json:"status"`
+}
+
 // MergePatchDeployment applies a JSON merge patch to the Deployment
 // namespace/name as fieldManager and returns the Deployment as patched.
-func (c *Client) MergePatchDeployment(ctx context.Context, namespace, name string, patch []byte, fieldManager string) (*appsv1.Deployment, error) {
+func (c *Client) MergePatchDeployment(ctx context.Context, namespace, name string, patch []byte, fieldManager string) (*Deployment, error) {
 	req := c.rest.Patch(types.MergePatchType).
 		AbsPath("/apis/apps/v1/namespaces", namespace, "deployments", name).
 		Param("fieldManager", fieldManager).
 		Body(patch)
-	out := &appsv1.Deployment{}
+	out := &Deployment{}
 	if err := c.do(ctx, req, out); err != nil {
 		return nil, fmt.Errorf("patch Deployment %s/%s: %w", namespace, name, err)
 	}

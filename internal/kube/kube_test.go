@@ -112,8 +112,12 @@ func TestAgainstAPIServer(t *testing.T) {
 		}
 
 		// The availability the wake reports is the Deployment's own status.
-		got.Status.Replicas, got.Status.ReadyReplicas, got.Status.AvailableReplicas = 1, 1, 1
-		if _, err := admin.AppsV1().Deployments("default").UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+		live, err := admin.AppsV1().Deployments("default").Get(ctx, "sandbox", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		live.Status.Replicas, live.Status.ReadyReplicas, live.Status.AvailableReplicas = 1, 1, 1
+		if _, err := admin.AppsV1().Deployments("default").UpdateStatus(ctx, live, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		got, err = c.MergePatchDeployment(ctx, "default", "sandbox", patch, "garra-test")
