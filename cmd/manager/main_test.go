@@ -330,13 +330,30 @@ func namespacedRules(t *testing.T) []rbacv1.PolicyRule {
 	return out
 }
 
-// namespacedOperator is a user holding only a Role with the namespaced
-// rules in ns, as the chart's rbac.scope namespace makes it.
+// leaderElectionRules are config/rbac/leader_election_role.yaml's: what
+// the manager needs for its own Lease.
+func leaderElectionRules(t *testing.T) []rbacv1.PolicyRule {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "rbac", "leader_election_role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r rbacv1.Role
+	if err := yaml.UnmarshalStrict(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r.Rules
+}
+
+// namespacedOperator is a user holding only a Role in ns with the
+// namespaced rules and the leader election ones (its Lease is in ns too),
+// as the chart's rbac.scope namespace makes it.
 func namespacedOperator(t *testing.T, env *envtest.Environment, admin *rest.Config, c client.Client, ns string) *rest.Config {
 	t.Helper()
 	ctx := context.Background()
 	user := "system:serviceaccount:" + ns + ":garra-operator"
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "garra-operator-manager", Namespace: ns}, Rules: namespacedRules(t)}
+	rules := append(namespacedRules(t), leaderElectionRules(t)...)
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "garra-operator-manager", Namespace: ns}, Rules: rules}
 	rb := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "garra-operator-manager", Namespace: ns},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
