@@ -14,8 +14,9 @@ import (
 
 // newLocalAgent assembles garra_agent for the stdio server: the file jail
 // from GARRAIA_MCP_ALLOWED_DIRS (else agent.file_roots plus the cwd), bash
-// only where the #1272 table allows it, web_search only with a Brave key.
-func newLocalAgent(cfg *config.Config, core *ask.Core, red *redact.Redactor, getenv func(string) string, log *slog.Logger) *agent.LocalRunner {
+// only where the #1272 table allows it (on the host, confined: see
+// hands.Confinement), web_search only with a Brave key.
+func newLocalAgent(cfg *config.Config, configPath string, core *ask.Core, red *redact.Redactor, getenv func(string) string, log *slog.Logger) *agent.LocalRunner {
 	cwd, _ := os.Getwd()
 	roots := jail.RootsFromEnv(getenv, cfg.Agent.FileRoots, cwd)
 	fileJail := jail.New(roots)
@@ -28,7 +29,9 @@ func newLocalAgent(cfg *config.Config, core *ask.Core, red *redact.Redactor, get
 	if r := fileJail.Roots(); len(r) > 0 {
 		defaultDir = r[0]
 	}
-	bash := hands.Bash(cfg, exposure, defaultDir)
+	conf := hands.NewConfinement(cfg, hands.ConfineOptions{Role: hands.RoleLaptop, ConfigPath: configPath})
+	hands.LogConfinement(log, exposure, conf)
+	bash := hands.Bash(cfg, exposure, defaultDir, conf)
 	if bash == nil {
 		log.Warn("bash is not registered for garra_agent", "reason", exposure.Warning)
 	}

@@ -7,6 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/hands"
+	"github.com/garraia/garra/internal/tools"
 )
 
 func newConfigCommand(o *rootOptions) *cobra.Command {
@@ -25,7 +27,8 @@ otherwise.`,
 			if err != nil {
 				return err
 			}
-			problems := append(cfg.Check(o.getenv), apiServerProblems(cfg, o.getenv)...)
+			conf, confProblems := confinementInForce(cfg, src.Path)
+			problems := append(append(cfg.Check(o.getenv), apiServerProblems(cfg, o.getenv)...), confProblems...)
 			errs, warns, err := printProblems(cmd.OutOrStdout(), problems)
 			if err != nil {
 				return err
@@ -35,13 +38,13 @@ otherwise.`,
 				if warns > 0 {
 					also = fmt.Sprintf(" and %d warning(s)", warns)
 				}
-				return &exitError{code: 1, msg: fmt.Sprintf("config check: %d problem(s)%s in %s", errs, also, configLabel(src.Path))}
+				return &exitError{code: 1, msg: fmt.Sprintf("config check: %d problem(s)%s in %s; %s", errs, also, configLabel(src.Path), conf)}
 			}
 			if warns > 0 {
-				_, err = fmt.Fprintf(cmd.OutOrStdout(), "config ok with %d warning(s) (%s)\n", warns, configLabel(src.Path))
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "config ok with %d warning(s) (%s); %s\n", warns, configLabel(src.Path), conf)
 				return err
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "config ok (%s)\n", configLabel(src.Path))
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "config ok (%s); %s\n", configLabel(src.Path), conf)
 			return err
 		},
 	})
@@ -64,4 +67,28 @@ func printProblems(out io.Writer, problems []config.Problem) (errs, warns int, e
 		}
 	}
 	return errs, warns, nil
+}
+
+// confinementInForce names where bash runs under cfg on this host and, for
+// host bash, the kernel confinement in force (the gateway's when the config
+// has local workspaces, else the laptop's), with a warning where bash
+// would be refused or run unconfined.
+func confinementInForce(cfg *config.Config, configPath string) (string, []config.Problem) {
+	exposure := hands.Exposure(cfg, nil)
+	if exposure.Where != tools.BashHost {
+		return "bash: " + exposure.Where.String() + " (Landlock applies to host bash only)", nil
+	}
+	role := hands.RoleLaptop
+	if cfg.LocalWorkspaces() > 0 {
+		role = hands.RoleGateway
+	}
+	conf := hands.NewConfinement(cfg, hands.ConfineOptions{Role: role, ConfigPath: configPath})
+	var ps []config.Problem
+	switch {
+	case conf.Warning() != "":
+		ps = append(ps, config.Problem{Field: "agent.confinement", Message: conf.Warning(), Warning: true})
+	case conf.Refuses():
+		ps = append(ps, config.Problem{Field: "agent.confinement", Message: hands.ErrUnconfined.Error(), Warning: true})
+	}
+	return "host bash confinement: " + conf.String(), ps
 }

@@ -94,3 +94,27 @@ func TestConfigCheckProbesTheAPIServer(t *testing.T) {
 		t.Fatalf("unreachable API server: exit %d\n%s", code, out)
 	}
 }
+
+// The confinement fields are checked by name, and a config whose bash runs
+// on the host is told the confinement in force.
+func TestConfigCheckConfinement(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yml")
+	if err := os.WriteFile(bad, []byte("llm: {provider: ollama, base_url: 'http://127.0.0.1:11434/v1'}\nagent: {confinement: strict, egress: some, expose: [rel/path]}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code := run(t, testEnv(t), "config", "check", "--config", bad)
+	for _, want := range []string{`agent.confinement: "strict" is not required or best-effort`, `agent.egress: "some" is not internet or none`, `agent.expose[0]: "rel/path" is not an absolute path`} {
+		if code != 1 || !strings.Contains(out, want) {
+			t.Errorf("exit %d, stdout lacks %q:\n%s", code, want, out)
+		}
+	}
+	host := filepath.Join(dir, "host.yml")
+	if err := os.WriteFile(host, []byte("llm: {provider: ollama, base_url: 'http://127.0.0.1:11434/v1'}\nexecution: {profile: isolated-pod}\nagent: {egress: none}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := run(t, testEnv(t), "config", "check", "--config", host)
+	if code != 0 || !strings.Contains(out, "host bash confinement: ") || !strings.Contains(out, "egress none") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr: %s", code, out, errOut)
+	}
+}

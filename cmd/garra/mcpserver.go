@@ -71,7 +71,7 @@ Operator limits, read once at start:
 				opts.Middleware = []mcp.Middleware{mcptrace.ServerMiddleware(tp, mcptrace.TransportPipe)}
 			}
 			if policy.EnableTools {
-				la := newLocalAgent(cfg, core, red, o.getenv, log)
+				la := newLocalAgent(cfg, src.Path, core, red, o.getenv, log)
 				opts.Agent, opts.FileRoots = la, len(la.Jail.Roots())
 			}
 			server := mcpserver.New(opts)

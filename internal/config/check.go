@@ -197,5 +197,6 @@ func (c *Config) CheckWith(getenv func(string) string, readFile func(string) (st
 		}
 	}
 	ps = append(ps, c.checkAuth(getenv, readFile)...)
+	ps = append(ps, c.checkConfinement()...)
 	return ps
 }

@@ -148,6 +148,16 @@ type Agent struct {
 	// FileWriteBackup makes file_write keep the replaced file as
 	// <path>.bak. Off by default: the workspace is usually under git.
 	FileWriteBackup bool `json:"file_write_backup,omitempty"`
+	// Confinement is required or best-effort: whether host bash may run
+	// where the kernel cannot confine it ("": the role's default, see
+	// confinement.go).
+	Confinement string `json:"confinement,omitempty"`
+	// Egress is internet (the default) or none: whether host bash may
+	// open TCP connections.
+	Egress string `json:"egress,omitempty"`
+	// Expose are paths host bash may read although confinement would
+	// hide them (a credential store the agent's work needs).
+	Expose []string `json:"expose,omitempty"`
 }
 
 // Sandbox configures the container bash runs in on the standard profile.

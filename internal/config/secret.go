@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 )
 
 // MaxSecretFileBytes bounds a secret file. Tokens and keys are short; a
@@ -68,9 +69,12 @@ func readFirstLine(path string) (string, error) {
 }
 
 // readSecretBytes is the bounded read of a regular file shared by the
-// secret readers.
+// secret readers. The file is opened non-blocking: opening a FIFO for
+// reading waits for a writer, and one planted at a credential path would
+// hold the reload and the readiness answer that read it for good; the
+// non-regular file is refused after the open instead.
 func readSecretBytes(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -55,6 +55,9 @@ const (
 	IdentityNotAllowed Kind = "identity_not_allowed"
 	AuthUnavailable    Kind = "auth_unavailable"
 	Internal           Kind = "internal"
+	// ConfinementUnavailable is bash refused because it cannot be
+	// confined as agent.confinement requires.
+	ConfinementUnavailable Kind = "confinement_unavailable"
 )
 
 // The kinds only the HTTP layer records (audit and metrics): no envelope
@@ -104,6 +107,8 @@ func (k Kind) Message() string {
 		return "no such conversation"
 	case Unavailable:
 		return "the conversation store is unavailable"
+	case ConfinementUnavailable:
+		return "bash cannot be confined on this host and agent.confinement is required"
 	}
 	return string(k)
 }
@@ -213,6 +218,8 @@ var Kinds = []Row{
 		"The verdict could not be reached: the OIDC issuer's discovery or keys, or the API server's TokenReview, failed. Nothing is cached; retry after Retry-After. The gateway log says which."},
 	{Internal, "garra.mcp.v1 (http)",
 		"A result could not be encoded. A bug: report it with the gateway log."},
+	{ConfinementUnavailable, "the bash tool's result inside garra_agent (stdio, http), as `refused: confinement_unavailable: …`",
+		"agent.confinement is required (the gateway's default when local workspaces belong to more than one orchestrator) and the kernel offers no Landlock, so host bash does not run. Boot a kernel with Landlock (5.13 or later, `lsm=` including landlock), give the orchestrators sandbox pods, or set agent.confinement: best-effort to run bash unconfined. `garra config check` names the confinement in force."},
 }
 
 // The gateway's own refusals of POST /mcp: each is written from its row,

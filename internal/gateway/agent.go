@@ -162,8 +162,15 @@ func (g *policy) executorFor(ctx context.Context, c mcppolicy.Caller) (tools.Exe
 // and bash, where the profile would offer it, is listed but refuses to
 // run: the tools the model sees do not change, only what they may touch.
 func (g *policy) localExecutor(j *jail.Jail, dir string) tools.Executor {
-	bash := hands.Bash(g.cfg, hands.Exposure(g.cfg, nil), dir)
+	bash := hands.Bash(g.cfg, hands.Exposure(g.cfg, nil), dir, g.confinement())
 	return hands.Local(g.cfg, j, dir, bash, g.egress)
+}
+
+// confinement is the kernel confinement of bash in local workspaces: each
+// call may write only its own workspace and reach nothing of the gateway's
+// (config, data, credential files) nor any other workspace.
+func (g *policy) confinement() *hands.Confinement {
+	return hands.NewConfinement(g.cfg, hands.ConfineOptions{Role: hands.RoleGateway, ConfigPath: g.configPath})
 }
 
 // webFetchGuard is the egress guard of web_fetch in local workspaces: the
@@ -192,9 +199,14 @@ func webFetchGuard(m config.MCPHTTP, log *slog.Logger) *tools.EgressGuard {
 // only place one is created: a workspace missing (or replaced) later is
 // not recreated by a call, which fails closed instead.
 func (g *policy) materializeWorkspaces() {
+	logged := false
 	for _, c := range g.callers.byName {
 		if c.IsOwner() || (c.Sandbox != nil && c.Sandbox.URL != "") || !slices.Contains(mcppolicy.Visible(c, g.limits), mcppolicy.ToolAgent) {
 			continue
+		}
+		if !logged {
+			hands.LogConfinement(g.log, hands.Exposure(g.cfg, nil), g.confinement())
+			logged = true
 		}
 		if err := materializeWorkspace(WorkspaceDir(g.cfg.DataDirPath(), c.Name)); err != nil {
 			g.log.Warn("agent workspace not materialized: its file tools deny every path and bash is refused",

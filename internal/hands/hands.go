@@ -41,8 +41,9 @@ func Exposure(cfg *config.Config, lookPath func(string) (string, error)) tools.B
 
 // Bash is the runner of exposure for workspace dir: nil when bash is not
 // offered, a refusal when it is but dir is "" (no workspace), else a host
-// or container runner whose commands default to dir.
-func Bash(cfg *config.Config, exposure tools.BashExposure, dir string) tools.BashRunner {
+// runner whose commands default to dir, each confined by conf (nil: not
+// confined), or a container runner.
+func Bash(cfg *config.Config, exposure tools.BashExposure, dir string, conf tools.Confiner) tools.BashRunner {
 	switch {
 	case exposure.Where == tools.BashNone:
 		return nil
@@ -51,7 +52,7 @@ func Bash(cfg *config.Config, exposure tools.BashExposure, dir string) tools.Bas
 	case exposure.Where == tools.BashContainer:
 		return tools.NewContainerRunner(exposure.Backend, cfg.Agent.Sandbox.Image)
 	default:
-		return &tools.HostRunner{DefaultDir: dir}
+		return &tools.HostRunner{DefaultDir: dir, Confiner: conf}
 	}
 }
 
@@ -83,6 +84,9 @@ type SandboxOptions struct {
 	HTTPClient *http.Client
 	// MaxOutputBytes caps each result (0: the tools' default).
 	MaxOutputBytes int
+	// Confiner confines each bash call inside the pod as a second layer
+	// (nil: the pod alone).
+	Confiner tools.Confiner
 }
 
 // Sandbox is the executor inside a sandbox pod. The pod is the boundary,
@@ -93,7 +97,7 @@ func Sandbox(o SandboxOptions) *tools.Local {
 	return tools.NewLocal(tools.LocalOptions{
 		Jail:           o.Jail,
 		WorkingDir:     o.Workspace,
-		Bash:           &tools.HostRunner{DefaultDir: o.Workspace, MaxOutputBytes: o.MaxOutputBytes, MaxProcs: -1},
+		Bash:           &tools.HostRunner{DefaultDir: o.Workspace, MaxOutputBytes: o.MaxOutputBytes, MaxProcs: -1, Confiner: o.Confiner},
 		HTTPClient:     o.HTTPClient,
 		MaxOutputBytes: o.MaxOutputBytes,
 	})

@@ -28,7 +28,7 @@ func TestBash(t *testing.T) {
 		{"container", tools.BashExposure{Where: tools.BashContainer, Backend: "podman"}, "/w", "container"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := hands.Bash(cfg, tc.exposure, tc.dir)
+			r := hands.Bash(cfg, tc.exposure, tc.dir, nil)
 			got := "?"
 			switch r := r.(type) {
 			case nil:

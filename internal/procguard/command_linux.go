@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -33,7 +32,7 @@ type Cmd struct {
 // supervisor is asked (SIGTERM) to kill the command and everything it
 // started, and is killed itself if it has not exited after a grace period.
 func Command(ctx context.Context, lim Limits, name string, arg ...string) *Cmd {
-	args := append([]string{"-max-procs=" + strconv.Itoa(lim.maxProcs()), "--", name}, arg...)
+	args := append(append(lim.flags(), "--", name), arg...)
 	c := exec.CommandContext(ctx, selfExe, args...)
 	c.Args[0] = supervisorArg0
 	// SIGTERM when this process dies, so that the supervisor cleans up

@@ -197,7 +197,8 @@ type runReport struct {
 }
 
 // runSupervised runs CMD with /bin/sh under a supervisor (MAX_PROCS, and
-// TIMEOUT_MS when set), as a subreaper when SUBREAPER=1, and prints a
+// TIMEOUT_MS when set; in a Landlock domain granting LANDLOCK_WRITE and
+// LANDLOCK_READ, colon-separated, when the first is set), as a subreaper when SUBREAPER=1, and prints a
 // runReport.
 func runSupervised() int {
 	if os.Getenv("SUBREAPER") == "1" {
@@ -220,7 +221,12 @@ func runSupervised() int {
 		return 1
 	}
 	defer func() { _ = os.Remove(out.Name()) }()
-	c := procguard.Command(ctx, procguard.Limits{MaxProcs: maxProcs}, "/bin/sh", "-c", os.Getenv("CMD"))
+	lim := procguard.Limits{MaxProcs: maxProcs}
+	if w := os.Getenv("LANDLOCK_WRITE"); w != "" {
+		lim.Landlock = &procguard.Landlock{ABI: procguard.LandlockABI(), Write: strings.Split(w, ":"),
+			Read: strings.Split(os.Getenv("LANDLOCK_READ"), ":")}
+	}
+	c := procguard.Command(ctx, lim, "/bin/sh", "-c", os.Getenv("CMD"))
 	c.Cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	c.Cmd.Dir = os.Getenv("DIR")
 	c.Cmd.Stdout, c.Cmd.Stderr = out, out

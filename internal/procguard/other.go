@@ -52,3 +52,6 @@ func (c *Cmd) Wait() error {
 	killGroup(c.Cmd)
 	return err
 }
+
+// LandlockABI is 0 here: there is no Landlock.
+func LandlockABI() int { return 0 }

@@ -30,6 +30,12 @@
 //   - The number of processes a call may start is bounded (RLIMIT_NPROC, see
 //     Limits).
 //
+//   - Where the caller asks (Limits.Landlock) and the kernel offers it, the
+//     command runs in a Landlock domain of its own: it may read and write
+//     only the paths the caller granted, and the domain outlives every exec
+//     the command makes. Only the command is confined, never the supervisor
+//     or this process.
+//
 // A command that kills its own supervisor (it runs as the same uid, so it
 // can) orphans its descendants to the next subreaper up. BecomeSubreaper
 // makes the long-running garra process that one, and every child it starts
@@ -55,6 +61,30 @@ type Limits struct {
 	// for CAP_SYS_RESOURCE/CAP_SYS_ADMIN, so it binds only a non-root
 	// command.
 	MaxProcs int
+	// Landlock, when set, is the domain the command runs in (see
+	// Landlock). Nil runs it unconfined.
+	Landlock *Landlock
+}
+
+// Landlock is a Landlock domain for one command: what it may read and
+// write beneath which paths, and whether it may open TCP connections.
+// Landlock grants, it cannot subtract: whatever no path below covers is
+// denied, so the caller leaves out what must stay hidden rather than
+// listing it.
+type Landlock struct {
+	// ABI is the Landlock ABI the domain is built for (1 or more, at most
+	// the kernel's, see LandlockABI): the rights newer ABIs add are left
+	// out below it.
+	ABI int `json:"abi"`
+	// Read are files and directories the command may read and execute
+	// (a directory: everything beneath it).
+	Read []string `json:"read,omitempty"`
+	// Write are files and directories it may also write, create, remove
+	// and rename within.
+	Write []string `json:"write,omitempty"`
+	// NoConnect denies every TCP connect (ABI 4 and later), and UDP sends
+	// too where the ABI covers them (10 and later).
+	NoConnect bool `json:"no_connect,omitempty"`
 }
 
 func (l Limits) maxProcs() int {
@@ -71,6 +101,6 @@ func (l Limits) maxProcs() int {
 const supervisorArg0 = "garra-call-supervisor"
 
 // limitStageArg0 is the argv[0] of the short-lived process between a
-// supervisor and its command: it sets the command's process limit on itself
-// and execs the command (see startCommand).
+// supervisor and its command: it sets the command's process limit on itself,
+// enters its Landlock domain, and execs the command (see startCommand).
 const limitStageArg0 = "garra-call-limit"

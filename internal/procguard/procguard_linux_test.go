@@ -301,6 +301,53 @@ func TestSupervisorAtTheLimitStillCleansUp(t *testing.T) {
 	}
 }
 
+// A command in a Landlock domain writes where it was granted and nowhere
+// else, even where its uid may write, and so does what it execs; root is
+// bound too. The control runs the same command with no domain, so the
+// test can fail.
+func TestLandlockBindsTheCommand(t *testing.T) {
+	if procguard.LandlockABI() == 0 {
+		t.Skip("this kernel offers no Landlock")
+	}
+	for _, asRoot := range []bool{false, true} {
+		for _, confined := range []bool{true, false} {
+			name := map[bool]string{true: "confined", false: "control"}[confined]
+			if asRoot {
+				name = "root/" + name
+			}
+			t.Run(name, func(t *testing.T) {
+				exe, cred, dir := unprivileged(t)
+				if asRoot {
+					cred = nil
+				}
+				granted := filepath.Join(dir, "granted")
+				if err := os.Mkdir(granted, 0o777); err != nil {
+					t.Fatal(err)
+				}
+				_ = os.Chmod(granted, 0o777)
+				env := []string{"DIR=" + granted, "MAX_PROCS=-1",
+					"CMD=echo in > in; echo out > ../out; /bin/sh -c 'echo deeper > ../deeper'; cat in; true"}
+				if confined {
+					env = append(env, "LANDLOCK_WRITE="+granted, "LANDLOCK_READ=/usr:/bin:/lib:/lib64:/etc:/dev/null")
+				}
+				r := supervised(t, exe, cred, env...)
+				if r.Err != "" || !strings.Contains(r.Output, "in\n") {
+					t.Fatalf("the granted write failed: %+v", r)
+				}
+				for _, f := range []string{"out", "deeper"} {
+					_, err := os.Stat(filepath.Join(dir, f))
+					if confined && err == nil {
+						t.Errorf("%s was written outside the domain: %+v", f, r)
+					}
+					if !confined && err != nil {
+						t.Errorf("control: %s not written (%v), so the test cannot tell: %+v", f, err, r)
+					}
+				}
+			})
+		}
+	}
+}
+
 func TestExtraFilesRefused(t *testing.T) {
 	c := procguard.Command(context.Background(), procguard.Limits{}, "/bin/true")
 	c.Cmd.ExtraFiles = []*os.File{os.Stdin}

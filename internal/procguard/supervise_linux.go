@@ -1,11 +1,15 @@
 package procguard
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -63,7 +67,7 @@ func supervise(args []string) int {
 		return code
 	}
 
-	maxProcs, argv, err := parseSupervisorArgs(args)
+	lim, argv, err := parseSupervisorArgs(args)
 	if err != nil {
 		return fail(exitUsage, "%v", err)
 	}
@@ -83,7 +87,7 @@ func supervise(args []string) int {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 
-	proc, err := startCommand(argv, maxProcs)
+	proc, err := startCommand(argv, lim)
 	if err != nil {
 		return fail(exitNotStart, "%v", err)
 	}
@@ -120,13 +124,14 @@ func supervise(args []string) int {
 
 // startCommand starts argv, in its own process group, with SIGKILL as its
 // parent-death signal (so it does not outlive a supervisor that dies without
-// cleaning up). A command bound by a process limit goes through the limit
-// stage (limitAndExec): the limit is set in the command's own process and
-// never in this one, because RLIMIT_NPROC is checked against the caller's
-// limit whenever it creates a thread, and a supervisor bound by it could not
-// start one once the command had used up the budget (the Go runtime then
-// aborts with "newosproc", leaving the tree behind).
-func startCommand(argv []string, maxProcs int) (*os.Process, error) {
+// cleaning up). A command bound by a process limit or a Landlock domain goes
+// through the limit stage (limitAndExec): both are set in the command's own
+// process and never in this one. RLIMIT_NPROC is checked against the
+// caller's limit whenever it creates a thread, and a supervisor bound by it
+// could not start one once the command had used up the budget (the Go
+// runtime then aborts with "newosproc", leaving the tree behind); and a
+// supervisor in the command's domain would share its scope.
+func startCommand(argv []string, lim Limits) (*os.Process, error) {
 	attr := &os.ProcAttr{
 		Env:   os.Environ(),
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
@@ -134,8 +139,7 @@ func startCommand(argv []string, maxProcs int) (*os.Process, error) {
 		// only knows the group (kill -PGID) still reaches the command.
 		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}
-	// The kernel does not apply the limit to root.
-	if maxProcs <= 0 || os.Getuid() == 0 {
+	if !lim.needsStage() {
 		// Running what the parent (this same binary) names is the
 		// supervisor's whole job; the parent is the one that decides.
 		proc, err := os.StartProcess(argv[0], argv, attr) //nolint:gosec // G702: see above
@@ -153,7 +157,7 @@ func startCommand(argv []string, maxProcs int) (*os.Process, error) {
 	}
 	defer func() { _ = r.Close() }()
 	attr.Files = append(attr.Files, w)
-	stage := append([]string{limitStageArg0, "-max-procs=" + strconv.Itoa(maxProcs), "--"}, argv...)
+	stage := append(append(append([]string{limitStageArg0}, lim.flags()...), "--"), argv...)
 	proc, err := os.StartProcess(selfExe, stage, attr) //nolint:gosec // G702: this binary, asked to run what the parent named (see above)
 	_ = w.Close()
 	if err != nil {
@@ -167,9 +171,17 @@ func startCommand(argv []string, maxProcs int) (*os.Process, error) {
 	return nil, errors.New(strings.TrimPrefix(string(msg), "error: "))
 }
 
+// needsStage says whether the command must go through the limit stage: a
+// process limit binds only a non-root uid (the kernel does not apply it to
+// root), a Landlock domain binds everyone.
+func (l Limits) needsStage() bool {
+	return (l.maxProcs() > 0 && os.Getuid() != 0) || l.Landlock != nil
+}
+
 // limitAndExec is the limit stage's main: args are those of the
-// supervisor. It sets the process limit on itself and becomes the command;
-// it returns only when that fails, after writing the reason on statusFD.
+// supervisor. It sets the process limit on itself, enters the Landlock
+// domain, and becomes the command; it returns only when that fails, after
+// writing the reason on statusFD.
 func limitAndExec(args []string) int {
 	syscall.CloseOnExec(statusFD)
 	status := os.NewFile(statusFD, "status")
@@ -177,28 +189,75 @@ func limitAndExec(args []string) int {
 		_, _ = status.WriteString("error: " + err.Error())
 		return exitNotStart
 	}
-	maxProcs, argv, err := parseSupervisorArgs(args)
+	lim, argv, err := parseSupervisorArgs(args)
 	if err != nil {
 		return fail(err)
 	}
-	if err := limitProcs(maxProcs); err != nil {
-		return fail(err)
+	if lim.maxProcs() > 0 && os.Getuid() != 0 {
+		if err := limitProcs(lim.maxProcs()); err != nil {
+			return fail(err)
+		}
+	}
+	if lim.Landlock != nil {
+		// The domain is entered by this thread alone, and the exec
+		// below must happen on it: the other threads end at the exec,
+		// so the command is wholly inside.
+		runtime.LockOSThread()
+		if err := lim.Landlock.enter(); err != nil {
+			return fail(err)
+		}
 	}
 	// argv is what the supervisor was given by its parent (see above).
 	return fail(unix.Exec(argv[0], argv, os.Environ()))
 }
 
-// parseSupervisorArgs reads the arguments Command builds.
-func parseSupervisorArgs(args []string) (int, []string, error) {
-	if len(args) < 3 || args[1] != "--" {
-		return 0, nil, errors.New("usage: -max-procs=N -- PROGRAM [ARG...]")
+// flags are the arguments that carry l to the supervisor and its stage.
+func (l Limits) flags() []string {
+	out := []string{"-max-procs=" + strconv.Itoa(l.maxProcs())}
+	if l.Landlock != nil {
+		// The paths are the caller's own choice and not secret; base64
+		// keeps them one argument whatever they hold.
+		data, _ := json.Marshal(l.Landlock)
+		out = append(out, "-landlock="+base64.RawURLEncoding.EncodeToString(data))
 	}
-	v, ok := strings.CutPrefix(args[0], "-max-procs=")
-	n, err := strconv.Atoi(v)
-	if !ok || err != nil {
-		return 0, nil, fmt.Errorf("bad %q", args[0])
+	return out
+}
+
+// parseSupervisorArgs reads the arguments Command builds: the flags of
+// Limits.flags, "--", then the command.
+func parseSupervisorArgs(args []string) (Limits, []string, error) {
+	var lim Limits
+	sep := slices.Index(args, "--")
+	if sep < 1 || sep == len(args)-1 {
+		return lim, nil, errors.New("usage: -max-procs=N [-landlock=SPEC] -- PROGRAM [ARG...]")
 	}
-	return n, args[2:], nil
+	seen := false
+	for _, a := range args[:sep] {
+		switch {
+		case strings.HasPrefix(a, "-max-procs="):
+			n, err := strconv.Atoi(strings.TrimPrefix(a, "-max-procs="))
+			if err != nil {
+				return lim, nil, fmt.Errorf("bad %q", a)
+			}
+			lim.MaxProcs, seen = n, true
+		case strings.HasPrefix(a, "-landlock="):
+			data, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(a, "-landlock="))
+			ll := &Landlock{}
+			if err == nil {
+				err = json.Unmarshal(data, ll)
+			}
+			if err != nil || ll.ABI < 1 {
+				return lim, nil, errors.New("bad -landlock")
+			}
+			lim.Landlock = ll
+		default:
+			return lim, nil, fmt.Errorf("bad %q", a)
+		}
+	}
+	if !seen {
+		return lim, nil, errors.New("usage: -max-procs=N [-landlock=SPEC] -- PROGRAM [ARG...]")
+	}
+	return lim, args[sep+1:], nil
 }
 
 // limitProcs sets RLIMIT_NPROC to the uid's visible task count, less

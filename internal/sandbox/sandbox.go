@@ -67,6 +67,10 @@
 //     safer here: any file the server can read, bash, running as the same
 //     uid, can read too; an environment variable of a non-dumpable process
 //     it cannot.
+//   - Where the kernel offers Landlock, each bash command runs in a domain
+//     of its own (sandboxConfinement): it cannot read the token file, nor
+//     write outside the workspace, the home and its private TMPDIR, nor
+//     signal the server.
 //   - Each bash command runs under its own supervisor (tools.HostRunner):
 //     nothing it starts survives the call, even after setsid or a
 //     backgrounded job; the server is the pod's first process and a
@@ -222,9 +226,11 @@ type Server struct {
 	log       *slog.Logger
 	jail      *jail.Jail
 	local     *tools.Local
-	mcp       *mcp.Server
-	handler   http.Handler
-	shutdown  time.Duration
+	// confinement names bash's kernel confinement, for the start line.
+	confinement string
+	mcp         *mcp.Server
+	handler     http.Handler
+	shutdown    time.Duration
 	// stopCalls cancels every call still running at the shutdown
 	// deadline, which kills its bash process group.
 	stopCtx   context.Context
@@ -294,7 +300,9 @@ func New(o Options) (*Server, error) {
 	if s.shutdown <= 0 {
 		s.shutdown = DefaultShutdownTimeout
 	}
-	s.local = hands.Sandbox(hands.SandboxOptions{Jail: j, Workspace: ws, HTTPClient: o.HTTPClient, MaxOutputBytes: o.MaxOutputBytes})
+	conf := sandboxConfinement(o.TokenFile)
+	s.confinement = conf.String()
+	s.local = hands.Sandbox(hands.SandboxOptions{Jail: j, Workspace: ws, HTTPClient: o.HTTPClient, MaxOutputBytes: o.MaxOutputBytes, Confiner: conf})
 	version := o.Version
 	if version == "" {
 		version = "dev"
@@ -602,7 +610,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	names := tools.Names(s.Tools())
 	s.log.Info("garra sandbox listening", "addr", ln.Addr().String(), "workspace", s.workspace,
-		"tools", strings.Join(names, ","))
+		"tools", strings.Join(names, ","), "bash_confinement", s.confinement)
 	if s.tokenFile != "" {
 		wctx, stopWatch := context.WithCancel(ctx)
 		defer stopWatch()
@@ -640,4 +648,20 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	s.log.Info("garra sandbox stopped")
 	return nil
+}
+
+// sandboxConfinement is bash's second layer inside the pod: the image holds
+// nothing of the host, so every call may read all of it but the token
+// file, and write only the workspace, the pod's home (where toolchains are
+// installed) and its private TMPDIR. The pod and its NetworkPolicy remain
+// the boundary; a kernel without Landlock leaves them alone.
+func sandboxConfinement(tokenFile string) *hands.Confinement {
+	var hide, write []string
+	if tokenFile != "" {
+		hide = append(hide, tokenFile)
+	}
+	if home := os.Getenv("HOME"); home != "" && home != "/" {
+		write = append(write, home)
+	}
+	return hands.NewConfinement(config.Default(), hands.ConfineOptions{Role: hands.RoleSandbox, Hide: hide, Read: []string{"/"}, Write: write})
 }

@@ -164,6 +164,31 @@ type HostRunner struct {
 	// process cannot see (other containers running as the same uid): where
 	// those exist the bound is tighter than asked, down to none left.
 	MaxProcs int
+	// Confiner, when set, makes each command's kernel confinement; a
+	// call it refuses does not run.
+	Confiner Confiner
+}
+
+// Confiner makes the kernel confinement of one bash call on the host: what
+// its command may read, write and connect to, made for the call's
+// directory. The hands package makes the one in use (Landlock on Linux); a
+// mechanism of another kernel (macOS Seatbelt) would be another Confiner.
+type Confiner interface {
+	// Confine prepares one call in dir. An error refuses the call; its
+	// message is shown to the model and names no path.
+	Confine(dir string) (Confinement, error)
+}
+
+// Confinement is one call's confinement.
+type Confinement struct {
+	// Landlock is the domain the command runs in; nil runs it unconfined
+	// (the confiner has decided that this is allowed).
+	Landlock *procguard.Landlock
+	// Env is added to the command's environment (its private TMPDIR).
+	Env []string
+	// Release undoes what Confine made once the call is over; nil when
+	// there is nothing to undo.
+	Release func()
 }
 
 var _ BashRunner = (*HostRunner)(nil)
@@ -190,9 +215,22 @@ func (r *HostRunner) Run(ctx context.Context, command, workDir string) (string, 
 		return "", -1, fmt.Errorf("cannot create the output pipe: %w", cause(err))
 	}
 	defer func() { _ = pr.Close() }()
-	c := procguard.Command(ctx, procguard.Limits{MaxProcs: r.MaxProcs}, shell, "--noprofile", "--norc", "-c", command)
+	lim := procguard.Limits{MaxProcs: r.MaxProcs}
+	env := allowlistedEnv()
+	if r.Confiner != nil {
+		conf, err := r.Confiner.Confine(dir)
+		if err != nil {
+			return "", -1, err
+		}
+		if conf.Release != nil {
+			defer conf.Release()
+		}
+		lim.Landlock = conf.Landlock
+		env = append(env, conf.Env...)
+	}
+	c := procguard.Command(ctx, lim, shell, "--noprofile", "--norc", "-c", command)
 	c.Cmd.Dir = dir
-	c.Cmd.Env = allowlistedEnv()
+	c.Cmd.Env = env
 	c.Cmd.Stdout = pw
 	c.Cmd.Stderr = pw
 	err = c.Start()

@@ -50,22 +50,14 @@ func hostHelper() int {
 // binary that user may execute, in a directory it may write. Root only.
 func asNobody(t *testing.T, env ...string) hostReport {
 	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	base, err := os.MkdirTemp("", "tools-test-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(base) })
-	exe := filepath.Join(base, "helper")
-	data, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := proctest.ExecutableCopy(t, base)
 	work := filepath.Join(base, "work")
-	for _, err := range []error{os.Chmod(base, 0o755), os.WriteFile(exe, data, 0o755), os.Mkdir(work, 0o777), os.Chmod(work, 0o777)} {
+	for _, err := range []error{os.Chmod(base, 0o755), os.Mkdir(work, 0o777), os.Chmod(work, 0o777)} {
 		if err != nil {
 			t.Fatal(err)
 		}

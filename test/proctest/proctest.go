@@ -1,10 +1,12 @@
 // Package proctest is for tests that start processes meant to die with a
 // call (a setsid child, an orphan of a killed supervisor): it tells when
-// such a process is really gone and reads the pids a script wrote down.
+// such a process is really gone and reads the pids a script wrote down. It
+// also copies the test binary for helpers run as another uid.
 package proctest
 
 import (
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -57,4 +59,24 @@ func PidsIn(t testing.TB, path string) []int {
 		pids = append(pids, p)
 	}
 	return pids
+}
+
+// ExecutableCopy copies the running test binary into dir, executable by
+// everyone, and returns its path: a helper run as another uid cannot
+// execute the original, which go test builds in a private directory.
+func ExecutableCopy(t testing.TB, dir string) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(dir, "helper")
+	if err := os.WriteFile(exe, data, 0o755); err != nil { //nolint:gosec // G306: the other uid must execute it
+		t.Fatal(err)
+	}
+	return exe
 }
