@@ -64,6 +64,15 @@ func (s *server) llmRequest(tool string, a askArgs) (ask.Request, int, error) {
 	return req, timeout, nil
 }
 
+// firstTurnBound is what the first model call of a garra_ask or
+// garra_agent call can cost at least: its message and system prompt under
+// the output cap. A call whose caller's token quota cannot hold it is
+// refused before anything is spent; later turns, and what the core adds
+// to the prompt, are reserved as each model call is made.
+func firstTurnBound(system, message string) int64 {
+	return llm.Bound(llm.Request{System: system, Messages: []llm.Message{{Role: llm.RoleUser, Content: message}}})
+}
+
 // llmTexts are the descriptions an LLM tool's schema gives its properties
 // on one surface.
 type llmTexts struct {
