@@ -34,14 +34,14 @@ type quotaStore struct {
 	name string
 	// opts returns the options of one replica on the store; pool is nil
 	// in memory.
-	opts func(t *testing.T) (func(*gateway.Options), *pgxpool.Pool)
+	opts func(t testing.TB) (func(*gateway.Options), *pgxpool.Pool)
 }
 
-func quotaStores(t *testing.T) []quotaStore {
-	memory := quotaStore{"memory", func(*testing.T) (func(*gateway.Options), *pgxpool.Pool) { return func(*gateway.Options) {}, nil }}
+func quotaStores() []quotaStore {
+	memory := quotaStore{"memory", func(testing.TB) (func(*gateway.Options), *pgxpool.Pool) { return func(*gateway.Options) {}, nil }}
 	var once sync.Once
 	var dsn string
-	pg := quotaStore{"postgres", func(t *testing.T) (func(*gateway.Options), *pgxpool.Pool) {
+	pg := quotaStore{"postgres", func(t testing.TB) (func(*gateway.Options), *pgxpool.Pool) {
 		once.Do(func() { dsn = pgtest.DSN(t) })
 		p, err := pgxpool.New(context.Background(), dsn)
 		if err != nil {
@@ -70,7 +70,7 @@ func quotaStores(t *testing.T) []quotaStore {
 // eachStore runs f on a gateway in memory and on PostgreSQL, each with a
 // database of its own.
 func eachStore(t *testing.T, f func(t *testing.T, st quotaStore)) {
-	for _, st := range quotaStores(t) {
+	for _, st := range quotaStores() {
 		t.Run(st.name, func(t *testing.T) { f(t, st) })
 	}
 }

@@ -73,6 +73,17 @@ func firstTurnBound(system, message string) int64 {
 	return llm.Bound(llm.Request{System: system, Messages: []llm.Message{{Role: llm.RoleUser, Content: message}}})
 }
 
+// askBound is exactly the bound of garra_ask's one model call, the
+// core's default prompt included, so that the call reserves its tokens
+// once, before anything is spent.
+func askBound(ar ask.Request) int64 {
+	system := ar.SystemPrompt
+	if system == "" {
+		system = ask.DefaultSystemPrompt
+	}
+	return llm.Bound(llm.Request{System: system, Messages: ask.Conversation(nil, ar.Message)})
+}
+
 // llmTexts are the descriptions an LLM tool's schema gives its properties
 // on one surface.
 type llmTexts struct {
