@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/garraia/garra/internal/gateway"
 	"github.com/garraia/garra/internal/pgbudget"
 	"github.com/garraia/garra/test/pgtest"
@@ -84,8 +82,7 @@ func TestSlotsExactAcrossPoolsAndLeased(t *testing.T) {
 						continue
 					}
 					n := inFlight.Add(1)
-					for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
-					}
+					raisePeak(&peak, n)
 					time.Sleep(2 * time.Millisecond)
 					inFlight.Add(-1)
 					ran.Add(1)
@@ -122,7 +119,7 @@ func TestSlotsExactAcrossPoolsAndLeased(t *testing.T) {
 
 // Without its database a quota refuses and reports itself spent.
 func TestQuotasFailClosed(t *testing.T) {
-	var p *pgxpool.Pool = pool(t, pgtest.DSN(t))
+	p := pool(t, pgtest.DSN(t))
 	s := store(t, p, nil)
 	tk, sl := s.Tokens("quota:a:tokens", 1000), s.Slots("quota:a:agent_runs", 3, time.Minute)
 	if !tk.Reserve(10) {
@@ -137,5 +134,14 @@ func TestQuotasFailClosed(t *testing.T) {
 	}
 	if w := s.Budget("quota:a:ask", 1, time.Minute).Wait(); w != time.Minute {
 		t.Fatalf("wait without the database %v, want the window", w)
+	}
+}
+
+// raisePeak makes peak at least n.
+func raisePeak(peak *atomic.Int64, n int64) {
+	for p := peak.Load(); n > p; p = peak.Load() {
+		if peak.CompareAndSwap(p, n) {
+			return
+		}
 	}
 }

@@ -23,7 +23,7 @@ const (
 	AgentPerMinute  = "agent_per_minute"
 	SendPerMinute   = "send_per_minute"
 	AgentConcurrent = "agent_concurrent"
-	LLMTokensPerDay = "llm_tokens_per_day"
+	LLMTokensPerDay = "llm_tokens_per_day" //nolint:gosec // G101: a quota's name, not a credential
 )
 
 // Window is a per-minute quota: the gateway's budget counter. A refused
