@@ -43,28 +43,43 @@ func quotaStores() []quotaStore {
 	var dsn string
 	pg := quotaStore{"postgres", func(t testing.TB) (func(*gateway.Options), *pgxpool.Pool) {
 		once.Do(func() { dsn = pgtest.DSN(t) })
-		p, err := pgxpool.New(context.Background(), dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(p.Close)
-		s, err := pgbudget.Open(context.Background(), p, pgbudget.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return func(o *gateway.Options) {
-			o.Budgets = func(name string, limit int, window time.Duration) gateway.Counter {
-				return s.Budget(name, limit, window)
-			}
-			o.Quotas = gateway.QuotaStores{
-				Tokens: func(name string, limit int64) gateway.TokenCounter { return s.Tokens(name, limit) },
-				Slots: func(name string, limit int, lease time.Duration) gateway.SlotCounter {
-					return s.Slots(name, limit, lease)
-				},
-			}
-		}, p
+		p, s := openPG(t, dsn)
+		return pgOptions(s, s), p
 	}}
 	return []quotaStore{memory, pg}
+}
+
+// openPG opens a pool on dsn and its budget and quota store.
+func openPG(t testing.TB, dsn string) (*pgxpool.Pool, *pgbudget.Store) {
+	p, err := pgxpool.New(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	s, err := pgbudget.Open(context.Background(), p, pgbudget.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, s
+}
+
+// pgOptions keep the shared budgets in shared and the orchestrators'
+// quotas in quotas, as `garra gateway` does on PostgreSQL with one store.
+func pgOptions(shared, quotas *pgbudget.Store) func(*gateway.Options) {
+	return func(o *gateway.Options) {
+		o.Budgets = func(name string, limit int, window time.Duration) gateway.Counter {
+			if strings.HasPrefix(name, "quota:") {
+				return quotas.Budget(name, limit, window)
+			}
+			return shared.Budget(name, limit, window)
+		}
+		o.Quotas = gateway.QuotaStores{
+			Tokens: func(name string, limit int64) gateway.TokenCounter { return quotas.Tokens(name, limit) },
+			Slots: func(name string, limit int, lease time.Duration) gateway.SlotCounter {
+				return quotas.Slots(name, limit, lease)
+			},
+		}
+	}
 }
 
 // eachStore runs f on a gateway in memory and on PostgreSQL, each with a
@@ -332,34 +347,9 @@ func TestTokenQuotaSettlesToProviderUsage(t *testing.T) {
 // is the quotas' alone.
 func TestQuotaFailsClosedWithoutItsStore(t *testing.T) {
 	dsn := pgtest.DSN(t)
-	open := func() (*pgxpool.Pool, *pgbudget.Store) {
-		p, err := pgxpool.New(context.Background(), dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(p.Close)
-		s, err := pgbudget.Open(context.Background(), p, pgbudget.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p, s
-	}
-	_, shared := open()
-	quotaPool, quotas := open()
-	opt := func(o *gateway.Options) {
-		o.Budgets = func(name string, limit int, window time.Duration) gateway.Counter {
-			if strings.HasPrefix(name, "quota:") {
-				return quotas.Budget(name, limit, window)
-			}
-			return shared.Budget(name, limit, window)
-		}
-		o.Quotas = gateway.QuotaStores{
-			Tokens: func(name string, limit int64) gateway.TokenCounter { return quotas.Tokens(name, limit) },
-			Slots: func(name string, limit int, lease time.Duration) gateway.SlotCounter {
-				return quotas.Slots(name, limit, lease)
-			},
-		}
-	}
+	_, shared := openPG(t, dsn)
+	quotaPool, quotas := openPG(t, dsn)
+	opt := pgOptions(shared, quotas)
 	double := llmdouble.New(t)
 	h := start(t, quotaYAML(double, "", "        quota: {ask_per_minute: 5, agent_concurrent: 1, llm_tokens_per_day: 100000}", ""), quotaEnv, opt)
 	if env, _, _ := rawCall(h.url, alphaToken, "garra_ask", map[string]any{"message": "hi"}); env["ok"] != true {
