@@ -373,3 +373,29 @@ func TestQuotaFailsClosedWithoutItsStore(t *testing.T) {
 		t.Fatalf("beta during alpha's quota outage: %v", env)
 	}
 }
+
+// A run whose model call needs more tokens than the day has left ends
+// over_quota at that turn, naming the quota, and the model is not called:
+// the call held the bound of its message (4096 + 2 + 16 tokens) and the
+// first turn's prompt and tool definitions need more than the 10 left.
+func TestTokenQuotaEndsARunBeforeTheModel(t *testing.T) {
+	eachStore(t, func(t *testing.T, st quotaStore) {
+		double := llmdouble.New(t)
+		opt, _ := st.opts(t)
+		h := start(t, quotaYAML(double, "", "        quota: {llm_tokens_per_day: 4124}", ""), quotaEnv, opt)
+		env, _, err := rawCall(h.url, alphaToken, "garra_agent", map[string]any{"message": "go"})
+		if err != nil || kindOf(env) != "over_quota" || errField(env, "quota") != "llm_tokens_per_day" || errField(env, "retry_after_secs") == nil {
+			t.Fatalf("run: %v %v", env, err)
+		}
+		if msg, _ := errField(env, "message").(string); !strings.Contains(msg, "model turn 1") {
+			t.Fatalf("message %q does not say which turn", msg)
+		}
+		if len(double.Requests()) != 0 {
+			t.Fatal("the model was called")
+		}
+		// What the call held is given back when it ends.
+		if left, limit := quotaLeft(t, h.url, alphaToken, "llm_tokens_per_day"); left != limit {
+			t.Fatalf("%d of %d left after a run that spent nothing", left, limit)
+		}
+	})
+}
