@@ -1104,6 +1104,14 @@ var _ = Describe("GarraServer", func() {
 		}, "spec.gateway.webSearch.baseURL", "http or https"),
 		Entry("orchestrator name over 40 characters", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Orchestrators[0].Name = strings.Repeat("a", 41) },
 			"spec.orchestrators[0].name", "may not be more than 40"),
+		Entry("an orchestrator's quota below 1", func(gs *garrav1alpha1.GarraServer) {
+			zero := int32(0)
+			gs.Spec.Orchestrators[0].Quota = &garrav1alpha1.QuotaSpec{AgentConcurrent: &zero}
+		}, "spec.orchestrators[0].quota.agentConcurrent", "should be greater than or equal to 1"),
+		Entry("the gateway's default quota below 1", func(gs *garrav1alpha1.GarraServer) {
+			none := int64(0)
+			gs.Spec.Gateway.Quota = &garrav1alpha1.QuotaSpec{LLMTokensPerDay: &none}
+		}, "spec.gateway.quota.llmTokensPerDay", "should be greater than or equal to 1"),
 		Entry("duplicate orchestrator", func(gs *garrav1alpha1.GarraServer) {
 			gs.Spec.Orchestrators = append(gs.Spec.Orchestrators, gs.Spec.Orchestrators[0])
 		}, "spec.orchestrators[1]", "Duplicate value"),

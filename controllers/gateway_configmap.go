@@ -46,6 +46,7 @@ func RenderConfig(gs *garrav1alpha1.GarraServer) *config.Config {
 				AgentMaxSeconds:      int(g.AgentMaxSeconds),
 				RedactPatterns:       g.RedactPatterns,
 				WebFetchAllowedHosts: g.WebFetchAllowedHosts,
+				Quota:                renderQuota(g.Quota),
 			},
 		},
 	}
@@ -92,6 +93,7 @@ func RenderConfig(gs *garrav1alpha1.GarraServer) *config.Config {
 			DenyTools: deny,
 			Chats:     o.Chats,
 			Sandbox:   sbx,
+			Quota:     renderQuota(o.Quota),
 		})
 	}
 	if spec.Channels != nil && spec.Channels.Telegram != nil {
@@ -103,6 +105,28 @@ func RenderConfig(gs *garrav1alpha1.GarraServer) *config.Config {
 		}
 	}
 	return c
+}
+
+// renderQuota is q in the gateway config's words; nil for none.
+func renderQuota(q *garrav1alpha1.QuotaSpec) *config.Quota {
+	if q == nil {
+		return nil
+	}
+	n := func(p *int32) int {
+		if p == nil {
+			return 0
+		}
+		return int(*p)
+	}
+	out := &config.Quota{AskPerMinute: n(q.AskPerMinute), AgentPerMinute: n(q.AgentPerMinute), SendPerMinute: n(q.SendPerMinute),
+		AgentConcurrent: n(q.AgentConcurrent)}
+	if q.LLMTokensPerDay != nil {
+		out.LLMTokensPerDay = *q.LLMTokensPerDay
+	}
+	if out.IsZero() {
+		return nil
+	}
+	return out
 }
 
 // RenderConfigYAML is RenderConfig marshalled as config.yml.

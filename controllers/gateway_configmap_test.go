@@ -52,6 +52,30 @@ func TestRenderConfig(t *testing.T) {
 			},
 		},
 		{
+			name: "quotas: the gateway's default and an orchestrator's own, in the config's words",
+			mutate: func(gs *garrav1alpha1.GarraServer) {
+				i32 := func(v int32) *int32 { return &v }
+				tokens := int64(200000)
+				gs.Spec.Gateway.Quota = &garrav1alpha1.QuotaSpec{AskPerMinute: i32(5), LLMTokensPerDay: &tokens}
+				gs.Spec.Orchestrators[0].Quota = &garrav1alpha1.QuotaSpec{AgentPerMinute: i32(1), SendPerMinute: i32(2), AgentConcurrent: i32(1)}
+			},
+			check: func(t *testing.T, c *config.Config) {
+				m := c.Gateway.MCPHTTP
+				if m.Quota == nil || *m.Quota != (config.Quota{AskPerMinute: 5, LLMTokensPerDay: 200000}) {
+					t.Errorf("gateway quota = %+v", m.Quota)
+				}
+				if q := m.Orchestrators[0].Quota; q == nil || *q != (config.Quota{AgentPerMinute: 1, SendPerMinute: 2, AgentConcurrent: 1}) {
+					t.Errorf("orchestrator quota = %+v", q)
+				}
+				if m.Orchestrators[1].Quota != nil {
+					t.Errorf("an orchestrator without a quota rendered %+v", m.Orchestrators[1].Quota)
+				}
+				if got := m.QuotaFor(m.Orchestrators[0].Name); got != (config.Quota{AskPerMinute: 5, AgentPerMinute: 1, SendPerMinute: 2, AgentConcurrent: 1, LLMTokensPerDay: 200000}) {
+					t.Errorf("quota in force = %+v", got)
+				}
+			},
+		},
+		{
 			name: "sqlite renders no store section",
 			check: func(t *testing.T, c *config.Config) {
 				if c.Store != (config.Store{}) || c.Gateway.HandoverSeconds != 0 {

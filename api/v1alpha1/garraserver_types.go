@@ -226,6 +226,11 @@ type GatewaySpec struct {
 	// +optional
 	AgentBudgetPerMinute int32 `json:"agentBudgetPerMinute,omitempty"`
 
+	// Quota is every orchestrator's default quota (each orchestrator's own
+	// quota overrides it field by field); absent = unlimited.
+	// +optional
+	Quota *QuotaSpec `json:"quota,omitempty"`
+
 	// AgentMaxSeconds is the wall-clock ceiling of one agent run.
 	// +kubebuilder:default=300
 	// +kubebuilder:validation:Minimum=5
@@ -476,6 +481,11 @@ type OrchestratorSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	Sandbox SandboxSpec `json:"sandbox,omitempty"`
+
+	// Quota is this orchestrator's own allowance, over
+	// spec.gateway.quota field by field.
+	// +optional
+	Quota *QuotaSpec `json:"quota,omitempty"`
 }
 
 // OrchestratorAuth chooses one authentication mode.

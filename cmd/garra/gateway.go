@@ -87,6 +87,7 @@ tokens, prompts, answers or chat ids in clear. Error kinds: docs/errors.md.`,
 			}
 			defer closeLogged(log, "chat store", chatRT)
 			var budgets gateway.BudgetFactory
+			var quotas gateway.QuotaStores
 			if chatRT.Pool != nil {
 				// A shared store: every replica spends from the same budgets.
 				bs, err := pgbudget.Open(cmd.Context(), chatRT.Pool, pgbudget.Options{Logger: log})
@@ -96,9 +97,15 @@ tokens, prompts, answers or chat ids in clear. Error kinds: docs/errors.md.`,
 				budgets = func(name string, limit int, window time.Duration) gateway.Counter {
 					return bs.Budget(name, limit, window)
 				}
+				quotas = gateway.QuotaStores{
+					Tokens: func(name string, limit int64) gateway.TokenCounter { return bs.Tokens(name, limit) },
+					Slots: func(name string, limit int, lease time.Duration) gateway.SlotCounter {
+						return bs.Slots(name, limit, lease)
+					},
+				}
 			}
 			g, err := gateway.New(gateway.Options{Config: cfg, Getenv: o.getenv, Logger: log, Version: version, Audit: auditLog,
-				Store: chatRT.Store, Sender: chatRT.Sender, ConfigPath: src.Path, ConfigBytes: cfgBytes, Budgets: budgets,
+				Store: chatRT.Store, Sender: chatRT.Sender, ConfigPath: src.Path, ConfigBytes: cfgBytes, Budgets: budgets, Quotas: quotas,
 				TracerProvider: tp})
 			if err != nil {
 				return fmt.Errorf("gateway: %w", err)

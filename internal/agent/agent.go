@@ -315,6 +315,13 @@ func (x *run) modelFailed(ctx context.Context, turn int, err error) Envelope {
 	if ask.ErrorKind(err) == errkinds.Timeout {
 		return x.fail(errkinds.Timeout, fmt.Sprintf("model turn %d timed out: %v", turn, err))
 	}
+	if e := ask.QuotaError(err); e != nil {
+		// The caller's token quota stopped the run before this turn
+		// was sent; the envelope says which quota and when to retry.
+		env := x.fail(errkinds.OverQuota, fmt.Sprintf("model turn %d: %s", turn, e.Message))
+		env.Error.Quota, env.Error.RetryAfterSecs = e.Quota, e.RetryAfterSecs
+		return env
+	}
 	return x.fail(errkinds.ProviderError, fmt.Sprintf("model turn %d: %v", turn, err))
 }
 

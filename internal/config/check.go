@@ -132,6 +132,7 @@ func (c *Config) CheckWith(getenv func(string) string, readFile func(string) (st
 		}
 	}
 
+	ps = append(ps, quotaProblems("gateway.mcp_http", m.Quota)...)
 	seen := map[string]bool{}
 	for i, o := range m.Orchestrators {
 		field := fmt.Sprintf("gateway.mcp_http.orchestrators[%d]", i)

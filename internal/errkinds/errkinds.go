@@ -60,6 +60,10 @@ const (
 	ConfinementUnavailable Kind = "confinement_unavailable"
 )
 
+// OverQuota is one orchestrator's own quota spent; OverBudget is the
+// budget the whole bridge shares.
+const OverQuota Kind = "over_quota"
+
 // The kinds only the HTTP layer records (audit and metrics): no envelope
 // carries them, so they have rows in HTTP only.
 const (
@@ -103,6 +107,8 @@ func (k Kind) Message() string {
 		return "the model is not in gateway.mcp_http.ask_allowed_models"
 	case OverBudget:
 		return "the per-minute budget for this tool is exhausted; try again later"
+	case OverQuota:
+		return "this orchestrator's quota is spent; try again later"
 	case NotFound:
 		return "no such conversation"
 	case Unavailable:
@@ -198,6 +204,8 @@ var Kinds = []Row{
 		"The model is not in gateway.mcp_http.ask_allowed_models (empty = the project default model only). Nothing left the machine."},
 	{OverBudget, "garra.ask.v1, garra.agent.v1 (http)",
 		"The per-minute budget of garra_ask or garra_agent is spent; the provider was not called. garra://policy shows what is left."},
+	{OverQuota, "garra.ask.v1, garra.agent.v1, garra.mcp.v1 (http); audit",
+		"The calling orchestrator's own quota (gateway.mcp_http.quota or its entry's quota) is spent: `error.quota` names which (ask_per_minute, agent_per_minute, send_per_minute, agent_concurrent, llm_tokens_per_day) and `error.retry_after_secs` when to try again (also the response's Retry-After header when the answer is plain JSON). Refused before anything ran, nothing spent; llm_tokens_per_day can also end an agent run between model turns. garra_status shows what is left."},
 	{NotFound, "garra.mcp.v1 (http); audit",
 		"No such conversation, or one outside the caller's `chats` (the two read the same). In the audit file also an unknown tool, resource or URI."},
 	{InvalidParams, "audit (http)",
