@@ -15,7 +15,6 @@ type callCtx struct {
 	piped    bool               // stdin is the output of another command
 	pipedOut bool               // stdout goes into another command
 	dynTail  bool               // run-time arguments will be appended (xargs)
-	tailRun  bool               // and they are text chosen at run time, not names from a listing
 	stmt     *syntax.Stmt       // the statement, for what it reads on stdin (nil when synthesised)
 	assigns  []*syntax.Assign   // VAR=value words before the command
 }
@@ -90,10 +89,7 @@ func (c *checker) gateCall(cl callCtx) string {
 	if r := c.cwdWrite(prog, cl.args); r != "" {
 		return r
 	}
-	if r := c.contentCopy(prog, cl); r != "" {
-		return r
-	}
-	return c.runtimeArgs(prog, cl)
+	return c.contentCopy(prog, cl)
 }
 
 // program applies the rules for prog itself.
@@ -120,37 +116,6 @@ func (c *checker) program(prog string, cl callCtx) string {
 		return c.otherInterpreter(prog, spec, cl)
 	}
 	return c.special(prog, cl)
-}
-
-// quietPrograms never open their arguments as files or run them: a
-// run-time value passed to them cannot reach a sensitive file.
-var quietPrograms = sync.OnceValue(func() map[string]bool {
-	return set("echo", "printf", "test", "[", "true", "false", ":", "exit", "return",
-		"shift", "kill", "sleep", "wait", "let", "read", "local", "declare", "typeset", "export",
-		"readonly", "unset", "cd", "pushd", "popd", "set", "shopt", "jobs", "disown", "type", "hash",
-		"basename", "dirname", "seq", "expr", "umask", "ulimit", "times", "caller", "getopts", "break",
-		"continue", "mapfile", "readarray", "alias", "unalias", "trap", "eval", "tput", "usleep", "dirs")
-})
-
-// runtimeArgs blocks run-time text (command output, read input) passed to a
-// program that may open it as a file: the gate cannot tell what it names,
-// and it could name /proc/*/environ as well as anything else.
-func (c *checker) runtimeArgs(prog string, cl callCtx) string {
-	if quietPrograms()[prog] {
-		return ""
-	}
-	if prog == "date" && !hasAny(cl.args, "-f", "-r") {
-		return ""
-	}
-	for _, a := range cl.args[1:] {
-		if a.run() {
-			return fmt.Sprintf("run-time value passed to %s (it could name any file, /proc/*/environ included)", q(prog))
-		}
-	}
-	if cl.dynTail && cl.tailRun {
-		return fmt.Sprintf("run-time input passed to %s by xargs (it could name any file, /proc/*/environ included)", q(prog))
-	}
-	return ""
 }
 
 // nameBuiltins take variable names, whose subscripts bash evaluates.
