@@ -45,7 +45,8 @@ func init() {
 	add(firstOf(codeOption("zip --unzip-command", "unzip-command", ""), shortCode("zip -TT", "-TT")), "zip")
 	add(func(c *checker, _ string, cl callCtx) string { return c.makeRule(cl) }, "make", "gmake")
 	add(firstOf(codeOption("man --pager", "pager", ""), shortCode("man -P", "-P"), manHTML), "man")
-	add(journalctlRule, "journalctl")
+	add(longOptRule("mutating journalctl option", "vacuum-size", "vacuum-time", "vacuum-files", "rotate",
+		"flush", "relinquish-var", "setup-keys", "sync"), "journalctl")
 	add(getentRule, "getent")
 	add(codeOption("split --filter", "filter", ""), "split")
 	add(firstOf(codeOption("sort --compress-program", "compress-program", ""), sortOutput), "sort")
@@ -54,7 +55,7 @@ func init() {
 	add(func(c *checker, _ string, cl callCtx) string { return c.goRule(cl.args) }, "go")
 	add(args(cargoRule), "cargo")
 	add(func(_ *checker, prog string, cl callCtx) string { return aptRule(prog, cl.args) }, "apt", "apt-get", "aptitude")
-	add(args(dpkgRule), "dpkg")
+	add(longOptRule("dpkg option runs a command", "pre-invoke", "post-invoke", "status-logger"), "dpkg")
 	add(rpmRule, "rpm", "rpmspec", "rpmbuild")
 	add(codeOption("nodemon --exec", "exec", "-x"), "nodemon")
 	add(func(_ *checker, prog string, cl callCtx) string { return editorRule(prog, cl) },
@@ -145,6 +146,19 @@ func firstOf(rules ...programRule) programRule {
 	}
 }
 
+// longOptRule blocks the long options named, in any abbreviation longer
+// than one letter (--s, --f stand for too many others to be read as these).
+func longOptRule(what string, names ...string) programRule {
+	return func(_ *checker, _ string, cl callCtx) string {
+		for _, a := range cl.args[1:] {
+			if _, _, ok := longOptIn(a.val, names...); ok && a.lit && len(a.val) > 3 {
+				return what + " (" + q(a.val) + ")"
+			}
+		}
+		return ""
+	}
+}
+
 // evalRule: eval runs in this shell, so a cd in it moves the caller.
 func evalRule(c *checker, _ string, cl callCtx) string {
 	parts := make([]string, 0, len(cl.args))
@@ -188,22 +202,6 @@ func declBuiltinRule(c *checker, prog string, cl callCtx) string {
 		}
 	}
 	return declRule(prog, opts, names)
-}
-
-// journalctlMutating are the options that change the journal.
-var journalctlMutating = []string{"vacuum-size", "vacuum-time", "vacuum-files", "rotate", "flush",
-	"relinquish-var", "setup-keys", "sync"}
-
-func journalctlRule(_ *checker, _ string, cl callCtx) string {
-	for _, a := range cl.args[1:] {
-		if !a.lit || len(a.val) <= 3 {
-			continue
-		}
-		if _, _, ok := longOptIn(a.val, journalctlMutating...); ok {
-			return "mutating journalctl option " + q(a.val)
-		}
-	}
-	return ""
 }
 
 func getentRule(_ *checker, _ string, cl callCtx) string {
