@@ -3,6 +3,7 @@ package shellgate
 import (
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // A programRule judges one call of a program the gate knows by name; ""
@@ -11,10 +12,16 @@ type programRule func(c *checker, prog string, cl callCtx) string
 
 // programRules map a program name to its rule; names that share a rule
 // are listed together, so a program is added or dropped in one line. The
-// table is filled in init because the rules reach gateCall, which reads it.
-var programRules map[string]programRule
+// table is built on first use, like the package's other tables, so that a
+// garra command that never runs bash does not pay for it at start; it is
+// filled by a function rather than a variable's initializer because the
+// rules reach gateCall, which reads it.
+var (
+	programRules     map[string]programRule
+	programRulesOnce sync.Once
+)
 
-func init() {
+func buildProgramRules() {
 	m := map[string]programRule{}
 	add := func(r programRule, names ...string) {
 		for _, n := range names {
@@ -76,6 +83,7 @@ func init() {
 
 // special applies the rule table, then the subcommand tables.
 func (c *checker) special(prog string, cl callCtx) string {
+	programRulesOnce.Do(buildProgramRules)
 	if rule := programRules[prog]; rule != nil {
 		if r := rule(c, prog, cl); r != "" {
 			return r
