@@ -77,6 +77,10 @@ tokens, prompts, answers or chat ids in clear. Error kinds: docs/errors.md.`,
 				return err
 			}
 			defer flushTraces()
+			// Before ReadAPIKeyFile, as a reload does: Check reads the file itself.
+			if err := gatewayVerdict(log, cfg, o.getenv, configLabel(src.Path)); err != nil {
+				return err
+			}
 			if err := cfg.ReadAPIKeyFile(o.getenv); err != nil {
 				// Fail closed, as without any key: POST /mcp stays off.
 				log.Error("no owner key", "error", err.Error(), "fix", "make gateway.api_key_file a readable file holding the key, and set only one of api_key and api_key_file")
