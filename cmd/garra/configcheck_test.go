@@ -149,6 +149,10 @@ func TestConfigVerdictIsTheGateways(t *testing.T) {
 			if got := logs.String(); !strings.Contains(got, `severity=disabled problem=`) || !strings.Contains(got, problem) {
 				t.Fatalf("gateway started without logging %q as disabled:\n%s", problem, got)
 			}
+			// The limits a caller will meet are said before the first 429.
+			if got := logs.String(); !strings.Contains(got, `msg="limits in force" requests_per_minute_per_address=120 ask_budget_per_minute=10 agent_budget_per_minute=2 send_budget_per_minute=5 agent_max_seconds=300`) {
+				t.Fatalf("no limits line:\n%s", got)
+			}
 		})
 	}
 }

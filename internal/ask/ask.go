@@ -149,15 +149,21 @@ func (c *Core) Provider(name string) (llm.Provider, error) {
 
 // ErrorKind classifies a failed model call: timeout or provider_error.
 func ErrorKind(err error) errkinds.Kind {
-	if errors.Is(err, context.DeadlineExceeded) {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
 		return errkinds.Timeout
+	case errors.Is(err, context.Canceled):
+		return errkinds.Cancelled
 	}
 	return errkinds.ProviderError
 }
 
 func (c *Core) failFromError(err error, timeoutSecs int) Envelope {
-	if ErrorKind(err) == errkinds.Timeout {
+	switch ErrorKind(err) {
+	case errkinds.Timeout:
 		return c.fail(errkinds.Timeout, fmt.Sprintf("no answer within %d seconds", timeoutSecs))
+	case errkinds.Cancelled:
+		return c.fail(errkinds.Cancelled, "cancelled by the caller")
 	}
 	return c.fail(errkinds.ProviderError, err.Error())
 }
