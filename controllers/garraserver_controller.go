@@ -115,7 +115,8 @@ type reconcileState struct {
 //     annotation names, then generate those that do not exist yet;
 //  4. read every Secret key the gateway reads (some values feed the pod
 //     template's hash, the tokens NAME-gateway-tokens; a missing one is
-//     reported, not fatal);
+//     reported, not fatal), and refuse as invalid a bearer token that
+//     two callers share;
 //  5. apply the gateway's objects (the tokens Secret first, then remove a
 //     handled rotate-token annotation; its ServiceMonitor when the
 //     Prometheus Operator is installed), then each orchestrator's;
@@ -152,6 +153,7 @@ func (r *GarraServerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		{"rotate tokens", r.rotateTokens},
 		{"generate secrets", r.ensureSecrets},
 		{"read secrets", r.readSecrets},
+		{"validate tokens", r.validateTokens},
 		{"apply identity", r.applyIdentity},
 		{"apply wake role", func(ctx context.Context, s *reconcileState) error { return r.applyWakeRole(ctx, s.gs) }},
 		{"apply gateway", r.applyGateway},

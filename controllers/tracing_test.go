@@ -73,7 +73,7 @@ func TestReconcileSpansOfAFailingPass(t *testing.T) {
 		t.Fatalf("Reconcile error = %v, want Forbidden", err)
 	}
 	root, names := passTree(t, spans)
-	want := []string{"validate spec", "rotate tokens", "generate secrets", "read secrets", "apply identity", "write status"}
+	want := []string{"validate spec", "rotate tokens", "generate secrets", "read secrets", "validate tokens", "apply identity", "write status"}
 	if !slices.Equal(names, want) {
 		t.Errorf("step spans = %q, want %q (nothing after the failed step but the status write)", names, want)
 	}

@@ -69,6 +69,7 @@ func invalidSpec(gs *garrav1alpha1.GarraServer, defGarra, defSandbox string) str
 			return ""
 		},
 		func() string { return podSettingsProblem(gs) },
+		func() string { return sharedTokenProblem(gs, nil) },
 	}
 	for _, c := range checks {
 		if msg := c(); msg != "" {

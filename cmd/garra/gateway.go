@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"sync/atomic"
 	"time"
@@ -77,6 +78,11 @@ tokens, prompts, answers or chat ids in clear. Error kinds: docs/errors.md.`,
 				return err
 			}
 			defer flushTraces()
+			// Before ReadAPIKeyFile, as a reload does: Check reads the file itself.
+			if err := gatewayVerdict(log, cfg, o.getenv, configLabel(src.Path)); err != nil {
+				return err
+			}
+			logLimits(log, cfg)
 			if err := cfg.ReadAPIKeyFile(o.getenv); err != nil {
 				// Fail closed, as without any key: POST /mcp stays off.
 				log.Error("no owner key", "error", err.Error(), "fix", "make gateway.api_key_file a readable file holding the key, and set only one of api_key and api_key_file")
@@ -114,4 +120,17 @@ tokens, prompts, answers or chat ids in clear. Error kinds: docs/errors.md.`,
 			return g.Run(cmd.Context(), nil)
 		},
 	}
+}
+
+// logLimits says once at start which limits callers will meet, so that a
+// 429 or an over_budget is not the first a user hears of them.
+func logLimits(log *slog.Logger, cfg *config.Config) {
+	m := cfg.Gateway.MCPHTTP
+	log.Info("limits in force",
+		"requests_per_minute_per_address", cfg.Gateway.RateLimit.RequestsPerMinute,
+		"ask_budget_per_minute", m.AskBudgetPerMinute,
+		"agent_budget_per_minute", m.AgentBudgetPerMinute,
+		"send_budget_per_minute", gateway.SendBudgetPerMinute,
+		"agent_max_seconds", m.AgentMaxSeconds,
+		"settings", "gateway.rate_limit.requests_per_minute, gateway.mcp_http.ask_budget_per_minute, agent_budget_per_minute, agent_max_seconds")
 }

@@ -152,8 +152,11 @@ func (c *Core) Provider(name string) (llm.Provider, error) {
 // ErrorKind classifies a failed model call: timeout, over_quota (the
 // caller's token quota refused it) or provider_error.
 func ErrorKind(err error) errkinds.Kind {
-	if errors.Is(err, context.DeadlineExceeded) {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
 		return errkinds.Timeout
+	case errors.Is(err, context.Canceled):
+		return errkinds.Cancelled
 	}
 	if QuotaError(err) != nil {
 		return errkinds.OverQuota
@@ -184,8 +187,11 @@ func (c *Core) failFromError(err error, timeoutSecs int) Envelope {
 	if e := QuotaError(err); e != nil {
 		return Envelope{Error: e}
 	}
-	if ErrorKind(err) == errkinds.Timeout {
+	switch ErrorKind(err) {
+	case errkinds.Timeout:
 		return c.fail(errkinds.Timeout, fmt.Sprintf("no answer within %d seconds", timeoutSecs))
+	case errkinds.Cancelled:
+		return c.fail(errkinds.Cancelled, "cancelled by the caller")
 	}
 	return c.fail(errkinds.ProviderError, err.Error())
 }

@@ -47,7 +47,9 @@ var dnsLabel = sync.OnceValue(func() *regexp.Regexp {
 // may still boot (the gateway fails closed around them), but `garra config
 // check` exits 1 on any that is not a Warning, so that they are fixed.
 func (c *Config) Check(getenv func(string) string) []Problem {
-	return c.CheckWith(getenv, ReadSecretFile)
+	// Tokens are compared by value, so only against the real files: a
+	// rendered config checked with stand-in files would collide everywhere.
+	return append(c.CheckWith(getenv, ReadSecretFile), c.checkTokens(getenv)...)
 }
 
 // CheckWith is Check with the secret files read by readFile: the operator
@@ -66,6 +68,7 @@ func (c *Config) CheckWith(getenv func(string) string, readFile func(string) (st
 	}
 	ps = append(ps, c.checkProviderKey(getenv)...)
 	ps = append(ps, c.checkDefaultModel()...)
+	ps = append(ps, c.checkEndpoints()...)
 	for name, a := range c.LLM.Aliases {
 		if !isKind(a.Provider) {
 			add("llm.aliases."+name+".provider", "%q is not one of ollama, anthropic, openai, openrouter", a.Provider)

@@ -132,6 +132,10 @@ func (s *server) decide(ctx context.Context, t *tool, req *mcp.CallToolRequest) 
 			out.failure.Message = s.o.Redactor.String(out.failure.Message)
 		}
 		info.outcome, info.kind = audit.OutcomeError, out.failure.Kind
+		if out.failure.Kind == errkinds.Cancelled {
+			// The caller's doing, not a failure: counted apart in metrics.
+			info.outcome = audit.OutcomeCancelled
+		}
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out.envelope()}}, IsError: out.failure != nil}, info, nil
 }
