@@ -43,8 +43,13 @@ const (
 	repoRoot    = "../.."
 	releaseName = "garra-operator"
 	releaseNS   = "garra-system"
-	crdFile     = "garra.garraia.io_garraservers.yaml"
 )
+
+// crdFiles are the CRDs of config/crd/bases the chart ships, by kind.
+var crdFiles = map[string]string{
+	"GarraServer":  "garra.garraia.io_garraservers.yaml",
+	"Orchestrator": "garra.garraia.io_orchestrators.yaml",
+}
 
 var (
 	chartDir = filepath.Join(repoRoot, "charts", "garra-operator")
@@ -567,38 +572,42 @@ func TestReplicasNeedLeaderElection(t *testing.T) {
 	}
 }
 
-// TestCRDIsConfigCopy: the chart's CRD is config/crd/bases' byte for byte,
-// and the only file under crds/.
+// TestCRDIsConfigCopy: the chart's CRDs are config/crd/bases' byte for
+// byte, and the only files under crds/.
 func TestCRDIsConfigCopy(t *testing.T) {
-	want, err := os.ReadFile(filepath.Join(repoRoot, "config", "crd", "bases", crdFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(filepath.Join(chartDir, "crds", crdFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("charts/garra-operator/crds/%s differs from config/crd/bases/%s: copy it again (cp config/crd/bases/%s charts/garra-operator/crds/)", crdFile, crdFile, crdFile)
+	for _, crdFile := range crdFiles {
+		want, err := os.ReadFile(filepath.Join(repoRoot, "config", "crd", "bases", crdFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(chartDir, "crds", crdFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("charts/garra-operator/crds/%s differs from config/crd/bases/%s: copy it again (cp config/crd/bases/%s charts/garra-operator/crds/)", crdFile, crdFile, crdFile)
+		}
 	}
 	entries, err := os.ReadDir(filepath.Join(chartDir, "crds"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != 1 {
-		t.Errorf("crds/ holds %d files, want only %s", len(entries), crdFile)
+	if len(entries) != len(crdFiles) {
+		t.Errorf("crds/ holds %d files, want only %v", len(entries), crdFiles)
 	}
 	crds := loadChart(t).CRDObjects()
-	if len(crds) != 1 {
-		t.Fatalf("chart CRDs = %d", len(crds))
+	if len(crds) != len(crdFiles) {
+		t.Fatalf("chart CRDs = %d, want %d", len(crds), len(crdFiles))
 	}
-	obj, _, err := strict.Decode(crds[0].File.Data, nil, nil)
-	if err != nil {
-		t.Fatalf("decode CRD: %v", err)
-	}
-	crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
-	if !ok || crd.Name != "garraservers.garra.garraia.io" || crd.Spec.Names.Kind != "GarraServer" {
-		t.Errorf("CRD = %T %v", obj, crd)
+	for _, c := range crds {
+		obj, _, err := strict.Decode(c.File.Data, nil, nil)
+		if err != nil {
+			t.Fatalf("decode CRD: %v", err)
+		}
+		crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
+		if !ok || crdFiles[crd.Spec.Names.Kind] == "" || crd.Name != crd.Spec.Names.Plural+".garra.garraia.io" {
+			t.Errorf("CRD = %T %v", obj, crd)
+		}
 	}
 }
 
