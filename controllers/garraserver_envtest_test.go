@@ -151,7 +151,7 @@ func tableObjects(orchs ...string) map[string][]string {
 		"NetworkPolicy":         nil,
 	}
 	for _, o := range orchs {
-		want["Secret"] = append(want["Secret"], "team-a-orch-"+o)
+		want["Secret"] = append(want["Secret"], "team-a-orch-"+o, "team-a-sandbox-"+o)
 		want["PersistentVolumeClaim"] = append(want["PersistentVolumeClaim"], "team-a-ws-"+o)
 		for _, k := range []string{"Deployment", "Service", "ServiceAccount", "NetworkPolicy"} {
 			want[k] = append(want[k], "team-a-sandbox-"+o)

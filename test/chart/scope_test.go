@@ -15,7 +15,7 @@ import (
 
 // clusterScoped are the resources of config/rbac/role.yaml that only a
 // ClusterRole can grant.
-var clusterScoped = []string{"clusterroles", "clusterrolebindings", "tokenreviews"}
+var clusterScoped = []string{"clusterroles", "clusterrolebindings", "namespaces", "tokenreviews"}
 
 // namespacedRules are role.yaml's rules without the cluster-scoped
 // resources (a rule left with none is dropped).
@@ -146,3 +146,4 @@ func TestTwoNamespacedReleasesDoNotClash(t *testing.T) {
 		leases[l] = who
 	}
 }
+
