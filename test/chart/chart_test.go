@@ -220,6 +220,27 @@ func one[T runtime.Object](t *testing.T, r *rendered, kind string) T {
 	return o
 }
 
+// clusterRoles are the rendered ClusterRoles by name.
+func clusterRoles(r *rendered) map[string]*rbacv1.ClusterRole {
+	out := map[string]*rbacv1.ClusterRole{}
+	for _, m := range r.ofKind("ClusterRole") {
+		cr := m.obj.(*rbacv1.ClusterRole)
+		out[cr.Name] = cr
+	}
+	return out
+}
+
+// managerClusterRole is the manager's ClusterRole, the one not aggregated
+// to the cluster's roles for users.
+func managerClusterRole(t *testing.T, r *rendered) *rbacv1.ClusterRole {
+	t.Helper()
+	cr, ok := clusterRoles(r)[releaseName+"-manager"]
+	if !ok {
+		t.Fatalf("no ClusterRole %s-manager among %v", releaseName, r.kinds())
+	}
+	return cr
+}
+
 func managerContainer(t *testing.T, d *appsv1.Deployment) corev1.Container {
 	t.Helper()
 	for _, c := range d.Spec.Template.Spec.Containers {
@@ -303,7 +324,8 @@ func TestDefaultValues(t *testing.T) {
 	c := loadChart(t)
 	r := render(t, "")
 
-	want := []string{"ClusterRole", "ClusterRoleBinding", "Deployment", "Role", "RoleBinding", "Service", "ServiceAccount"}
+	// ClusterRoles: the manager's and the two aggregated team roles.
+	want := []string{"ClusterRole", "ClusterRole", "ClusterRole", "ClusterRoleBinding", "Deployment", "Role", "RoleBinding", "Service", "ServiceAccount"}
 	if got := r.kinds(); !slices.Equal(got, want) {
 		t.Fatalf("kinds = %v, want %v", got, want)
 	}
@@ -394,7 +416,7 @@ func TestDefaultValues(t *testing.T) {
 	if sa.AutomountServiceAccountToken != nil && !*sa.AutomountServiceAccountToken {
 		t.Error("the manager needs its API token")
 	}
-	cr := one[*rbacv1.ClusterRole](t, r, "ClusterRole")
+	cr := managerClusterRole(t, r)
 	crb := one[*rbacv1.ClusterRoleBinding](t, r, "ClusterRoleBinding")
 	assertBinding(t, crb.RoleRef, crb.Subjects, "ClusterRole", cr.Name, sa)
 	role := one[*rbacv1.Role](t, r, "Role")
@@ -450,7 +472,7 @@ extraArgs: ["--zap-devel=false"]
 func TestCustomValues(t *testing.T) {
 	r := render(t, customValues)
 
-	want := []string{"ClusterRole", "ClusterRoleBinding", "Deployment", "Service", "ServiceAccount", "ServiceMonitor"}
+	want := []string{"ClusterRole", "ClusterRole", "ClusterRole", "ClusterRoleBinding", "Deployment", "Service", "ServiceAccount", "ServiceMonitor"}
 	if got := r.kinds(); !slices.Equal(got, want) {
 		t.Fatalf("kinds = %v, want %v (no leader-election Role without leader election)", got, want)
 	}
@@ -636,7 +658,7 @@ func readRole(t *testing.T, file string) []rbacv1.PolicyRule {
 // rules controller-gen wrote to config/rbac/role.yaml.
 func TestClusterRoleMatchesConfig(t *testing.T) {
 	want := readRole(t, "role.yaml")
-	got := one[*rbacv1.ClusterRole](t, render(t, ""), "ClusterRole").Rules
+	got := managerClusterRole(t, render(t, "")).Rules
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("chart ClusterRole rules differ from config/rbac/role.yaml:\n got %+v\nwant %+v", got, want)
 	}
