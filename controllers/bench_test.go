@@ -195,7 +195,7 @@ func benchOnce(b *testing.B, c client.Client, counter *writeCounter, n int) benc
 			OrchestratorSettings: garrav1alpha1.OrchestratorSettings{Tools: []garrav1alpha1.Tool{"status", "agent"}},
 		})
 	}
-	want := 5 + 6*n // gateway: Secret, ConfigMap, PVC, Deployment, Service; per orchestrator 6
+	want := 5 + 7*n // gateway: Secret, ConfigMap, PVC, Deployment, Service; per orchestrator 7 (its two Secrets)
 	recBefore := benchReconciles()
 
 	b.StartTimer()
