@@ -13,7 +13,7 @@ import (
 
 func TestGatewayConfigMap(t *testing.T) {
 	gs := testServer()
-	yml, err := RenderConfigYAML(gs)
+	yml, err := RenderConfigYAML(gs, inlineMembers(gs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestRenderConfig(t *testing.T) {
 			if tc.mutate != nil {
 				tc.mutate(gs)
 			}
-			yml, err := RenderConfigYAML(gs)
+			yml, err := RenderConfigYAML(gs, inlineMembers(gs))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -249,7 +249,7 @@ func TestRenderConfig(t *testing.T) {
 			if tc.check != nil {
 				tc.check(t, c)
 			}
-			problems, err := configWarnings(yml, gatewayPodEnv(gs), gatewayPodFiles(gs))
+			problems, err := configWarnings(yml, gatewayPodEnv(gs), gatewayPodFiles(inlineMembers(gs)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -273,11 +273,11 @@ func TestRenderConfig(t *testing.T) {
 // out of the volume is a warning naming its key.
 func TestConfigWarningsNameUnmountedFiles(t *testing.T) {
 	gs := testServer()
-	yml, err := RenderConfigYAML(gs)
+	yml, err := RenderConfigYAML(gs, inlineMembers(gs))
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := gatewayPodFiles(gs)
+	files := gatewayPodFiles(inlineMembers(gs))
 	for i, f := range files {
 		less := slices.Delete(slices.Clone(files), i, i+1)
 		problems, err := configWarnings(yml, gatewayPodEnv(gs), less)

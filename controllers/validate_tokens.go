@@ -14,7 +14,9 @@ import (
 // that orchestrator (losing /sandboxz, and with it Verified), and a token
 // of two orchestrators would prove only one of them. With values nil it
 // compares where the tokens come from (the spec alone); with the Secrets'
-// values it compares the tokens, never putting one in the message.
+// values it compares the tokens, never putting one in the message. It
+// looks at the inline entries: an attached Orchestrator's token lives in
+// its own namespace, where the owner key's Secret cannot be named.
 func sharedTokenProblem(gs *garrav1alpha1.GarraServer, values map[string][]byte) string {
 	token := func(ref secretRef) []byte {
 		if values == nil {
@@ -33,18 +35,18 @@ func sharedTokenProblem(gs *garrav1alpha1.GarraServer, values map[string][]byte)
 		return len(ta) > 0 && bytes.Equal(ta, tb)
 	}
 	owner := gatewayAPIKeyRef(gs)
-	var earlier []garrav1alpha1.OrchestratorSpec
-	for _, o := range gs.Spec.Orchestrators {
-		if !usesToken(o) {
+	var earlier []member
+	for _, o := range inlineMembers(gs) {
+		if !usesToken(o.OrchestratorSettings) {
 			continue
 		}
-		ref := orchTokenRef(gs, o)
-		field := fmt.Sprintf("spec.orchestrators[%s].tokenSecretRef", o.Name)
+		ref := orchTokenRef(o)
+		field := o.Field + ".tokenSecretRef"
 		if same(ref, owner) {
 			return fmt.Sprintf("%s: %s holds the gateway's owner key (%s %s): give the orchestrator a token of its own", field, ref, owner.Field, owner)
 		}
 		for _, e := range earlier {
-			if other := orchTokenRef(gs, e); same(ref, other) {
+			if other := orchTokenRef(e); same(ref, other) {
 				return fmt.Sprintf("%s: %s holds the same token as orchestrator %s (%s): give each orchestrator a token of its own", field, ref, e.Name, other)
 			}
 		}

@@ -41,6 +41,18 @@ var dnsLabel = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 })
 
+// OrchestratorNameValid reports whether name can name an orchestrator: a
+// DNS label of at most 40 characters (an inline entry of a GarraServer, or
+// a laptop's), or NAMESPACE/NAME for an Orchestrator object, whose name is
+// unique only in its namespace.
+func OrchestratorNameValid(name string) bool {
+	label := func(s string, most int) bool { return len(s) <= most && dnsLabel().MatchString(s) }
+	if ns, n, ok := strings.Cut(name, "/"); ok {
+		return label(ns, 63) && label(n, 40)
+	}
+	return label(name, 40)
+}
+
 // Check lists every problem of c, in file order. getenv resolves the
 // variables the file names (keys are never in the file), and the secret
 // files it names are read (ReadSecretFile). A configuration with problems
@@ -145,8 +157,8 @@ func (c *Config) CheckWith(getenv func(string) string, readFile func(string) (st
 		switch {
 		case o.Name == "":
 			add(field+".name", "required")
-		case !dnsLabel().MatchString(o.Name) || len(o.Name) > 40:
-			add(field+".name", "%q must be a DNS label of at most 40 characters", o.Name)
+		case !OrchestratorNameValid(o.Name):
+			add(field+".name", "%q must be a DNS label of at most 40 characters, or NAMESPACE/NAME (an Orchestrator object's) with a namespace of at most 63", o.Name)
 		case seen[o.Name]:
 			add(field+".name", "duplicate orchestrator %q", o.Name)
 		}
