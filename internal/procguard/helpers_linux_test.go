@@ -260,7 +260,11 @@ func repeatSupervised() int {
 	n, _ := strconv.Atoi(os.Getenv("N"))
 	maxProcs, _ := strconv.Atoi(os.Getenv("MAX_PROCS"))
 	for range n {
-		c := procguard.Command(context.Background(), procguard.Limits{MaxProcs: maxProcs}, "/bin/true")
+		lim := procguard.Limits{MaxProcs: maxProcs}
+		if os.Getenv("NS") == "1" {
+			lim.Namespaces = &procguard.Namespaces{Net: os.Getenv("NS_NET") == "1"}
+		}
+		c := procguard.Command(context.Background(), lim, "/bin/true")
 		c.Cmd.Env = []string{}
 		if err := c.Start(); err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -358,12 +358,21 @@ func TestExtraFilesRefused(t *testing.T) {
 
 // What a process limit costs a non-root command: with one, the supervisor
 // starts the command through the limit stage (one more exec of this binary);
-// without, directly. Side by side in one run.
+// without, directly. And what namespaces add to the stage: user, mount and
+// PID (with its /proc), then a network namespace too. Side by side in one
+// run.
 func BenchmarkSupervisedCommand(b *testing.B) {
 	exe, cred, _ := unprivileged(b)
-	for _, bc := range []struct{ name, maxProcs string }{{"no_limit", "-1"}, {"limit", "256"}} {
+	for _, bc := range []struct{ name, maxProcs, ns string }{
+		{"no_limit", "-1", ""}, {"limit", "256", ""},
+		{"limit+namespaces", "256", "NS=1"}, {"limit+namespaces+net", "256", "NS_NET=1"},
+	} {
 		b.Run(bc.name, func(b *testing.B) {
-			cmd := helper(exe, "repeat", cred, "N="+strconv.Itoa(b.N), "MAX_PROCS="+bc.maxProcs)
+			env := []string{"N=" + strconv.Itoa(b.N), "MAX_PROCS=" + bc.maxProcs}
+			if bc.ns != "" {
+				env = append(env, "NS=1", bc.ns)
+			}
+			cmd := helper(exe, "repeat", cred, env...)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				b.Fatalf("%v: %s", err, out)
 			}
