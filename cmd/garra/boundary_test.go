@@ -43,6 +43,7 @@ func TestStdioServerChildCannotReachTheServer(t *testing.T) {
 	}
 	const script = `# walk up to the stdio server; try its environment and its stdout
 p=$$
+[ "$p" = 1 ] && echo "own pid namespace: no parent to walk to"
 while [ "$p" -gt 1 ]; do
 	if cat /proc/$p/environ > /dev/null 2>&1; then echo "environ $p readable"; else echo "environ $p denied"; fi
 	if { echo '{"jsonrpc":"2.0","id":999,"result":{"forged":true}}' > /proc/$p/fd/1; } 2> /dev/null; then echo "stdout $p written"; else echo "stdout $p denied"; fi
@@ -102,14 +103,19 @@ done
 	reqs := double.Requests()
 	walk := string(reqs[2].RawBody) // the request after the walk carries its output
 	server := strconv.Itoa(cmd.Process.Pid)
+	// In a PID namespace of its own the shell is pid 1 and the server is
+	// not there to walk to at all, which is the stronger boundary.
+	ownNS := strings.Contains(walk, "own pid namespace")
 	for _, want := range []string{"environ " + server + " denied", "stdout " + server + " denied"} {
-		if !strings.Contains(walk, want) {
+		if !ownNS && !strings.Contains(walk, want) {
 			t.Errorf("the walk's output lacks %q: %s", want, env0.ToolCalls[1].Summary)
 		}
 	}
 	// Control: the same script reads and writes its own shell's, so the
 	// denials are the server's doing, not a /proc that hides everything.
-	if !strings.Contains(walk, "readable") || !strings.Contains(walk, "written") {
+	if ownNS {
+		t.Log("bash runs in its own PID namespace: the server is not even visible to it")
+	} else if !strings.Contains(walk, "readable") || !strings.Contains(walk, "written") {
 		t.Errorf("the walk could not even reach its own shell, the test cannot tell: %s", env0.ToolCalls[1].Summary)
 	}
 	if strings.Contains(walk, server+" readable") || strings.Contains(walk, server+" written") {
@@ -121,12 +127,11 @@ done
 		}
 	}
 	// The setsid child of the last call is gone.
-	pidText, err := os.ReadFile(filepath.Join(repo, "escaped.pid"))
-	if err != nil {
-		t.Fatal(err)
+	// (PidsIn finds it by its own pid and its directory: the call may run
+	// in a PID namespace, where $! is not this process's view.)
+	for _, pid := range proctest.PidsIn(t, filepath.Join(repo, "escaped.pid")) {
+		proctest.WaitGone(t, pid, "the setsid child of the last call")
 	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(pidText)))
-	proctest.WaitGone(t, pid, "the setsid child of the last call")
 
 	_ = cs.Close()
 	_ = cmd.Wait()

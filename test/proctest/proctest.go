@@ -43,7 +43,12 @@ func WaitGone(t testing.TB, pid int, what string) {
 	}
 }
 
-// PidsIn reads the whitespace-separated pids a script wrote to path.
+// PidsIn reads the whitespace-separated pids a script wrote to path, as
+// this process sees them. A script may run in a PID namespace of its own,
+// where its $$ and $! are not pids here: each is matched to the live
+// process whose innermost pid it is and whose working directory is the
+// script's (path's directory). A pid that matches no live process comes
+// back as 0, which is never alive.
 func PidsIn(t testing.TB, path string) []int {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -56,9 +61,43 @@ func PidsIn(t testing.TB, path string) []int {
 		if err != nil {
 			t.Fatalf("%s: %q is not a pid", path, f)
 		}
-		pids = append(pids, p)
+		pids = append(pids, hostPid(p, filepath.Dir(path)))
 	}
 	return pids
+}
+
+// hostPid is the pid here of the live process that calls itself inner and
+// works in dir, or 0.
+func hostPid(inner int, dir string) int {
+	want, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return 0
+	}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || !Alive(pid) {
+			continue
+		}
+		status, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		ns := ""
+		for line := range strings.SplitSeq(string(status), "\n") {
+			if v, ok := strings.CutPrefix(line, "NSpid:"); ok {
+				ns = v
+			}
+		}
+		levels := strings.Fields(ns)
+		if len(levels) == 0 || levels[len(levels)-1] != strconv.Itoa(inner) {
+			continue
+		}
+		if cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd"); err == nil && cwd == want {
+			return pid
+		}
+	}
+	return 0
 }
 
 // ExecutableCopy copies the running test binary into dir, executable by

@@ -3,6 +3,7 @@
 package proctest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,12 +31,26 @@ func TestAliveAndWaitGone(t *testing.T) {
 }
 
 func TestPidsIn(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "pids")
-	if err := os.WriteFile(p, []byte("12\n 34\n"), 0o600); err != nil {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "pids")
+	// A live process working in the file's directory comes back as
+	// itself; one working elsewhere, and a pid nothing has, as 0.
+	here := exec.Command("sleep", "5")
+	here.Dir = dir
+	elsewhere := exec.Command("sleep", "5")
+	elsewhere.Dir = t.TempDir()
+	for _, c := range []*exec.Cmd{here, elsewhere} {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+	}
+	text := fmt.Sprintf("%d\n %d %d\n", here.Process.Pid, elsewhere.Process.Pid, 1<<30)
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if got := PidsIn(t, p); len(got) != 2 || got[0] != 12 || got[1] != 34 {
-		t.Fatalf("PidsIn = %v", got)
+	if got := PidsIn(t, p); len(got) != 3 || got[0] != here.Process.Pid || got[1] != 0 || got[2] != 0 {
+		t.Fatalf("PidsIn(%q) = %v", text, got)
 	}
 	if Alive(1 << 30) {
 		t.Fatal("pid " + strconv.Itoa(1<<30) + " cannot exist")
@@ -43,8 +58,10 @@ func TestPidsIn(t *testing.T) {
 }
 
 func TestWaitPidsAndGoneWithin(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "pids")
+	dir := t.TempDir()
+	p := filepath.Join(dir, "pids")
 	cmd := exec.Command("sh", "-c", `echo $$ > "$0"; sleep 0.2`, p)
+	cmd.Dir = dir
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
