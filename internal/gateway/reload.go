@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/garraia/garra/internal/config"
@@ -30,12 +31,21 @@ const (
 	HeaderConfigRejected = "X-Garra-Config-Rejected"
 )
 
-// reloadState is the outcome of the last reload, for /readyz.
+// reloadState is the outcome of the last reload. mu serialises reloads
+// and is held for all of one, however long its reads take; /readyz reads
+// only the published copy, so it never waits on a reload.
 type reloadState struct {
 	mu         sync.Mutex
 	ok         bool
 	problems   []string
 	rejectedFP string // fingerprint of the last rejected files, logged once
+	published  atomic.Pointer[reloadOutcome]
+}
+
+// reloadOutcome is what /readyz reports of the last reload.
+type reloadOutcome struct {
+	ok       bool
+	problems []string
 }
 
 func (s *reloadState) set(ok bool, problems []string) {
@@ -45,12 +55,20 @@ func (s *reloadState) set(ok bool, problems []string) {
 	if ok {
 		s.rejectedFP = ""
 	}
+	s.publish()
+}
+
+// publish makes the outcome under mu the one /readyz reports.
+func (s *reloadState) publish() {
+	s.published.Store(&reloadOutcome{ok: s.ok, problems: slices.Clone(s.problems)})
 }
 
 func (s *reloadState) get() (bool, []string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ok, slices.Clone(s.problems)
+	o := s.published.Load()
+	if o == nil {
+		return true, nil
+	}
+	return o.ok, slices.Clone(o.problems)
 }
 
 // configHash is how the gateway and the operator name a config: the
@@ -114,6 +132,7 @@ func (g *Gateway) Reload() string {
 	case ReloadRejected:
 		g.reload.ok, g.reload.problems = false, problems
 	}
+	g.reload.publish()
 	return result
 }
 
