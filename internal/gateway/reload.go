@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
 	"net/http"
@@ -270,7 +271,9 @@ func (g *Gateway) watch(ctx context.Context) {
 
 // readyz answers 200 when the gateway can serve (its store answers and
 // it is not draining), 503 otherwise, with the loaded config's hash and
-// the last reload's rejection in headers; ?verbose=1 adds a JSON body.
+// the last reload's rejection in headers; ?verbose=1 adds a JSON body for
+// the owner's bearer alone (it names files and every problem), anyone
+// else gets the terse answer.
 func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 	p := g.cur.Load()
 	ok, problems := g.reload.get()
@@ -296,7 +299,7 @@ func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 			status, text = http.StatusServiceUnavailable, "conversation store unavailable"
 		}
 	}
-	if r.URL.Query().Get("verbose") == "1" {
+	if r.URL.Query().Get("verbose") == "1" && isOwnerBearer(p.cfg.Gateway.APIKey, r) {
 		if problems == nil {
 			problems = []string{}
 		}
@@ -312,6 +315,17 @@ func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, _ = w.Write([]byte("ok\n"))
+}
+
+// isOwnerBearer reports whether r carries key as its bearer token,
+// comparing digests so that the time taken says nothing of the key.
+func isOwnerBearer(key string, r *http.Request) bool {
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || key == "" {
+		return false
+	}
+	a, b := sha256.Sum256([]byte(token)), sha256.Sum256([]byte(key))
+	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 
 // oneLine makes a problem fit in a header value.

@@ -144,13 +144,25 @@ func hashOf(data []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
+// readyz asks /readyz, verbose with the owner's key.
 func readyz(t *testing.T, url string, verbose bool) (*http.Response, string) {
 	t.Helper()
-	u := url + "/readyz"
 	if verbose {
-		u += "?verbose=1"
+		return readyzAs(t, url+"/readyz?verbose=1", ownerKey)
 	}
-	resp, err := http.Get(u)
+	return readyzAs(t, url+"/readyz", "")
+}
+
+func readyzAs(t *testing.T, u, bearer string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,6 +306,12 @@ func TestReloadRejectsConfigFailingCheck(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &v); err != nil || v.Hash != goodHash || v.Reload.OK || len(v.Reload.Problems) != 2 ||
 		!strings.HasPrefix(v.Reload.Problems[1], "channels.telegram.proactive_chat_ids[0]") {
 		t.Fatalf("verbose readyz: %s (%v)", body, err)
+	}
+	// The config path and the problems are the owner's to read.
+	for _, bearer := range []string{"", "alpha-token-1234567", ownerKey + "x"} {
+		if resp, body := readyzAs(t, l.url+"/readyz?verbose=1", bearer); resp.StatusCode != 200 || body != "ok\n" {
+			t.Errorf("verbose readyz with bearer %q: %d %q, want the terse answer", bearer, resp.StatusCode, body)
+		}
 	}
 	m := metricsText(t, l.url)
 	if !strings.Contains(m, `garra_config_reload_total{result="rejected"} 1`) || !strings.Contains(m, `garra_config_info{hash="`+goodHash+`"} 1`) {
