@@ -176,7 +176,7 @@ func readyzAs(t *testing.T, u, bearer string) (*http.Response, string) {
 // before the reload completes under the policy it started with.
 func TestReloadAddsAndRemovesOrchestrators(t *testing.T) {
 	double := llmdouble.New(t, llmdouble.Step{Text: "finished under the old policy", Delay: 1500 * time.Millisecond})
-	l := newLive(t, map[string]string{"OPENROUTER_API_KEY": "k"})
+	l := newLive(t, map[string]string{"OPENROUTER_API_KEY": "llm-test-key-0123"})
 	head := "gateway:\n  api_key: " + ownerKey + "\n  mcp_http:\n    enabled: true\n    allow_agent: true\n    allow_ask: true\n    agent_max_seconds: 60\n"
 	llm := "llm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n"
 	l.writeToken("alpha", "alpha-token-1234567\n")
@@ -229,7 +229,7 @@ func TestReloadAddsAndRemovesOrchestrators(t *testing.T) {
 // A budget's spending survives a reload that changes its limit.
 func TestReloadKeepsBudgetSpending(t *testing.T) {
 	double := llmdouble.New(t) // echo
-	l := newLive(t, map[string]string{"OPENROUTER_API_KEY": "k"})
+	l := newLive(t, map[string]string{"OPENROUTER_API_KEY": "llm-test-key-0123"})
 	cfg := func(budget string) string {
 		return "gateway:\n  api_key: " + ownerKey + "\n  mcp_http:\n    enabled: true\n    allow_ask: true\n    ask_budget_per_minute: " + budget +
 			"\nllm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n"
@@ -438,7 +438,7 @@ func TestKubeletSwapReloadsThroughRun(t *testing.T) {
 // completes normally; then Run returns.
 func TestDrainLetsARunInFlightFinish(t *testing.T) {
 	double := llmdouble.New(t, llmdouble.Step{Text: "done while draining", Delay: time.Second})
-	l := newLive(t, map[string]string{"OPENROUTER_API_KEY": "k"})
+	l := newLive(t, map[string]string{"OPENROUTER_API_KEY": "llm-test-key-0123"})
 	l.writeToken("alpha", "alpha-token-1234567\n")
 	l.writeConfig("gateway:\n  listen: 127.0.0.1:0\n  drain_seconds: 5\n  api_key: " + ownerKey +
 		"\n  mcp_http:\n    enabled: true\n    allow_agent: true\n" + l.orchestratorsYAML("[agent]", "alpha") +
@@ -458,7 +458,7 @@ func TestDrainLetsARunInFlightFinish(t *testing.T) {
 // not left hanging, and Run returns shortly after the deadline.
 func TestDrainDeadlineCutsARunWithItsKind(t *testing.T) {
 	double := llmdouble.New(t, llmdouble.Step{Text: "too late", Delay: time.Minute})
-	l := newLive(t, map[string]string{"OPENROUTER_API_KEY": "k"})
+	l := newLive(t, map[string]string{"OPENROUTER_API_KEY": "llm-test-key-0123"})
 	l.writeToken("alpha", "alpha-token-1234567\n")
 	l.writeConfig("gateway:\n  listen: 127.0.0.1:0\n  drain_seconds: 1\n  api_key: " + ownerKey +
 		"\n  mcp_http:\n    enabled: true\n    allow_agent: true\n" + l.orchestratorsYAML("[agent]", "alpha") +
