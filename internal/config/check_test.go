@@ -5,8 +5,11 @@ import (
 	"testing"
 )
 
+// longToken is a token Check accepts (MinTokenBytes or more).
+const longToken = "tok-0123456789abcdef0123456789abcdef"
+
 func TestCheck(t *testing.T) {
-	env := map[string]string{"BADGOOD_MCP_KEY": "tok", "SBX": "s", "OPENROUTER_API_KEY": "k", "PG_DSN": "postgres://garra:pw@db/garra"}
+	env := map[string]string{"BADGOOD_MCP_KEY": longToken, "SBX": "s", "OPENROUTER_API_KEY": "k", "PG_DSN": "postgres://garra:pw@db/garra"}
 	tests := []struct {
 		name   string
 		yaml   string
@@ -14,7 +17,7 @@ func TestCheck(t *testing.T) {
 	}{
 		{"defaults are clean", "", nil},
 		{"enabled without key", "gateway: {mcp_http: {enabled: true}}", []string{"gateway.mcp_http.enabled"}},
-		{"enabled with key", "gateway: {api_key: k, mcp_http: {enabled: true}}", nil},
+		{"enabled with key", "gateway: {api_key: " + longToken + ", mcp_http: {enabled: true}}", nil},
 		{"allow_send without destinations", "gateway: {mcp_http: {allow_send: true}}", []string{"gateway.mcp_http.allow_send"}},
 		{"allow_send with destinations", "gateway: {mcp_http: {allow_send: true}}\nchannels: {telegram: {proactive_chat_ids: ['-100123']}}", nil},
 		{"bad chat id", "channels: {telegram: {proactive_chat_ids: ['abc']}}", []string{"channels.telegram.proactive_chat_ids[0]"}},
@@ -94,7 +97,7 @@ func TestReservedOrchestratorNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.applyDefaults()
-	ps := cfg.Check(func(string) string { return "set" })
+	ps := cfg.Check(func(string) string { return longToken })
 	if len(ps) != 1 || !strings.Contains(ps[0].Message, `"owner" is reserved`) {
 		t.Fatalf("problems %v", ps)
 	}

@@ -25,7 +25,7 @@ import (
 	"github.com/garraia/garra/test/testlog"
 )
 
-const ownerKey = "owner-key-0123456789"
+const ownerKey = "owner-key-0123456789-0123456789abcdef"
 
 type syncBuffer = testlog.Buffer
 
