@@ -191,11 +191,11 @@ func benchOnce(b *testing.B, c client.Client, counter *writeCounter, n int) benc
 	}
 	for i := range n {
 		gs.Spec.Orchestrators = append(gs.Spec.Orchestrators, garrav1alpha1.OrchestratorSpec{
-			Name:  fmt.Sprintf("o%03d", i),
-			Tools: []garrav1alpha1.Tool{"status", "agent"},
+			Name:                 fmt.Sprintf("o%03d", i),
+			OrchestratorSettings: garrav1alpha1.OrchestratorSettings{Tools: []garrav1alpha1.Tool{"status", "agent"}},
 		})
 	}
-	want := 5 + 6*n // gateway: Secret, ConfigMap, PVC, Deployment, Service; per orchestrator 6
+	want := 5 + 7*n // gateway: Secret, ConfigMap, PVC, Deployment, Service; per orchestrator 7 (its two Secrets)
 	recBefore := benchReconciles()
 
 	b.StartTimer()

@@ -33,8 +33,8 @@ func TestClaims(t *testing.T) {
 		class      *string
 	}{
 		{"gateway data", gatewayClaim(gs), "team-a-gateway-data", gatewayLabels(), true, "1Gi", nil},
-		{"workspace", workspaceClaim(gs, findOrch(t, gs, "badgood")), "team-a-ws-badgood", sandboxLabels("badgood"), true, "2Gi", nil},
-		{"retained workspace has no owner", workspaceClaim(gs, findOrch(t, gs, "n8n-prod")), "team-a-ws-n8n-prod", sandboxLabels("n8n-prod"), false, "1Gi", ptrTo("fast")},
+		{"workspace", workspaceClaim(inlineMember(gs, findOrch(t, gs, "badgood"))), "team-a-ws-badgood", sandboxLabels("badgood"), true, "2Gi", nil},
+		{"retained workspace has no owner", workspaceClaim(inlineMember(gs, findOrch(t, gs, "n8n-prod"))), "team-a-ws-n8n-prod", sandboxLabels("n8n-prod"), false, "1Gi", ptrTo("fast")},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -53,11 +53,11 @@ func TestWarnConfigReportsIgnoredRedactPatterns(t *testing.T) {
 
 	gs := testServer()
 	gs.Spec.Gateway.RedactPatterns = []string{"corp-[0-9]{6}", "x*", "(", `\b`}
-	yml, err := RenderConfigYAML(gs)
+	yml, err := RenderConfigYAML(gs, inlineMembers(gs))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.warnConfig(gs, yml)
+	r.warnConfig(gs, inlineMembers(gs), yml)
 	select {
 	case ev := <-rec.Events:
 		for _, want := range []string{
@@ -82,19 +82,19 @@ func TestWarnConfigReportsIgnoredRedactPatterns(t *testing.T) {
 	for i := range 32 {
 		gs.Spec.Gateway.RedactPatterns = append(gs.Spec.Gateway.RedactPatterns, fmt.Sprintf("p%d?|", i))
 	}
-	yml, _ = RenderConfigYAML(gs)
-	r.warnConfig(gs, yml)
+	yml, _ = RenderConfigYAML(gs, inlineMembers(gs))
+	r.warnConfig(gs, inlineMembers(gs), yml)
 	ev := <-rec.Events
 	if note := strings.TrimPrefix(ev, "Warning ConfigWarning "); len(note) > maxEventNote || !strings.Contains(note, "more") {
 		t.Fatalf("%d-byte note: %q", len(note), note)
 	}
 
 	// A clean spec raises nothing.
-	yml, err = RenderConfigYAML(testServer())
+	yml, err = RenderConfigYAML(testServer(), inlineMembers(testServer()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.warnConfig(testServer(), yml)
+	r.warnConfig(testServer(), inlineMembers(testServer()), yml)
 	select {
 	case ev := <-rec.Events:
 		t.Fatalf("unexpected event %q", ev)

@@ -66,6 +66,9 @@ func (r *GarraServerReconciler) now() time.Time {
 // reconcileState is what one reconcile learns on its way, step by step.
 type reconcileState struct {
 	gs *garrav1alpha1.GarraServer
+	// members are its orchestrators: the inline entries, then the
+	// accepted Orchestrators that name it.
+	members []member
 	// invalid is a permanent error: the spec must change before anything
 	// is applied. The controller does not retry it.
 	invalid string
@@ -108,14 +111,16 @@ type reconcileState struct {
 
 // Reconcile brings one GarraServer's children to its spec:
 //
-//  1. load the GarraServer (gone: nothing to do, its children cascade);
+//  1. load the GarraServer (gone: nothing to do, its children cascade)
+//     and the Orchestrators it accepts, which join its inline entries;
 //  2. validate what the schema cannot (images, rendered config): a
 //     permanent error only sets the Ready condition;
 //  3. replace the generated Secrets of the orchestrators the rotate-token
 //     annotation names, then generate those that do not exist yet;
 //  4. read every Secret key the gateway reads (some values feed the pod
 //     template's hash, the tokens NAME-gateway-tokens; a missing one is
-//     reported, not fatal);
+//     reported, not fatal), and refuse as invalid a bearer token that
+//     two callers share;
 //  5. apply the gateway's objects (the tokens Secret first, then remove a
 //     handled rotate-token annotation; its ServiceMonitor when the
 //     Prometheus Operator is installed), then each orchestrator's;
@@ -148,12 +153,14 @@ func (r *GarraServerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		name string
 		run  func(context.Context, *reconcileState) error
 	}{
+		{"list orchestrators", r.listMembers},
 		{"validate spec", r.validate},
 		{"rotate tokens", r.rotateTokens},
 		{"generate secrets", r.ensureSecrets},
 		{"read secrets", r.readSecrets},
+		{"validate tokens", r.validateTokens},
 		{"apply identity", r.applyIdentity},
-		{"apply wake role", func(ctx context.Context, s *reconcileState) error { return r.applyWakeRole(ctx, s.gs) }},
+		{"apply wake role", func(ctx context.Context, s *reconcileState) error { return r.applyWakeRole(ctx, s.gs, s.members) }},
 		{"apply gateway", r.applyGateway},
 		{"apply service monitor", r.applyServiceMonitor},
 		{"apply orchestrators", r.applyOrchestrators},

@@ -81,14 +81,16 @@ func twoOrchestrators(ns string) *garrav1alpha1.GarraServer {
 				Allowlist:         []string{"42"},
 			}},
 			Orchestrators: []garrav1alpha1.OrchestratorSpec{
-				{Name: "badgood", Tools: []garrav1alpha1.Tool{"status", "agent"}},
+				{Name: "badgood", OrchestratorSettings: garrav1alpha1.OrchestratorSettings{Tools: []garrav1alpha1.Tool{"status", "agent"}}},
 				{
-					Name:           "n8n",
-					Tools:          []garrav1alpha1.Tool{"status", "list_chats", "send_message"},
-					Chats:          []string{"telegram:-1001234567890"},
-					TokenSecretRef: &garrav1alpha1.SecretKeySelector{Name: "n8n-token", Key: "token"},
-					Workspace:      garrav1alpha1.WorkspaceSpec{Retain: true},
-					Sandbox:        garrav1alpha1.SandboxSpec{Egress: garrav1alpha1.EgressInternet},
+					Name: "n8n",
+					OrchestratorSettings: garrav1alpha1.OrchestratorSettings{
+						Tools:          []garrav1alpha1.Tool{"status", "list_chats", "send_message"},
+						Chats:          []string{"telegram:-1001234567890"},
+						TokenSecretRef: &garrav1alpha1.SecretKeySelector{Name: "n8n-token", Key: "token"},
+						Workspace:      garrav1alpha1.WorkspaceSpec{Retain: true},
+						Sandbox:        garrav1alpha1.SandboxSpec{Egress: garrav1alpha1.EgressInternet},
+					},
 				},
 			},
 		},
@@ -149,7 +151,7 @@ func tableObjects(orchs ...string) map[string][]string {
 		"NetworkPolicy":         nil,
 	}
 	for _, o := range orchs {
-		want["Secret"] = append(want["Secret"], "team-a-orch-"+o)
+		want["Secret"] = append(want["Secret"], "team-a-orch-"+o, "team-a-sandbox-"+o)
 		want["PersistentVolumeClaim"] = append(want["PersistentVolumeClaim"], "team-a-ws-"+o)
 		for _, k := range []string{"Deployment", "Service", "ServiceAccount", "NetworkPolicy"} {
 			want[k] = append(want[k], "team-a-sandbox-"+o)
@@ -575,8 +577,10 @@ var _ = Describe("GarraServer", func() {
 
 		By("adding one")
 		update(ns, func(gs *garrav1alpha1.GarraServer) {
-			gs.Spec.Orchestrators = append(gs.Spec.Orchestrators, garrav1alpha1.OrchestratorSpec{Name: "third", Tools: []garrav1alpha1.Tool{"status"},
-				Sandbox: garrav1alpha1.SandboxSpec{Image: "custom:1"}})
+			gs.Spec.Orchestrators = append(gs.Spec.Orchestrators, garrav1alpha1.OrchestratorSpec{Name: "third", OrchestratorSettings: garrav1alpha1.OrchestratorSettings{
+				Tools:   []garrav1alpha1.Tool{"status"},
+				Sandbox: garrav1alpha1.SandboxSpec{Image: "custom:1"},
+			}})
 		})
 		settled(ns, "badgood", "n8n", "third")
 		Expect(get(ns, "team-a-gateway", &corev1.ConfigMap{}).Data["config.yml"]).To(ContainSubstring("key_file: /var/run/garra/tokens/third"))
@@ -658,7 +662,7 @@ var _ = Describe("GarraServer", func() {
 		update(ns, func(gs *garrav1alpha1.GarraServer) {
 			gs.Spec.Gateway.AskBudgetPerMinute = 3
 			gs.Spec.Orchestrators[1].Chats = []string{"telegram:-1001234567890", "telegram:7"}
-			gs.Spec.Orchestrators = append(gs.Spec.Orchestrators, garrav1alpha1.OrchestratorSpec{Name: "third", Tools: []garrav1alpha1.Tool{"status"}})
+			gs.Spec.Orchestrators = append(gs.Spec.Orchestrators, garrav1alpha1.OrchestratorSpec{Name: "third", OrchestratorSettings: garrav1alpha1.OrchestratorSettings{Tools: []garrav1alpha1.Tool{"status"}}})
 		})
 		settled(ns, "badgood", "n8n", "third")
 		Expect(get(ns, "team-a-gateway", &corev1.ConfigMap{}).Data["config.yml"]).To(And(
@@ -1081,7 +1085,7 @@ var _ = Describe("GarraServer", func() {
 				ObjectMeta: metav1.ObjectMeta{Name: "team-a", Namespace: ns},
 				Spec: garrav1alpha1.GarraServerSpec{
 					LLM:           garrav1alpha1.LLMSpec{Provider: "ollama"},
-					Orchestrators: []garrav1alpha1.OrchestratorSpec{{Name: "ok", Tools: []garrav1alpha1.Tool{"status"}}},
+					Orchestrators: []garrav1alpha1.OrchestratorSpec{{Name: "ok", OrchestratorSettings: garrav1alpha1.OrchestratorSettings{Tools: []garrav1alpha1.Tool{"status"}}}},
 				},
 			}
 			change(gs)
@@ -1104,6 +1108,14 @@ var _ = Describe("GarraServer", func() {
 		}, "spec.gateway.webSearch.baseURL", "http or https"),
 		Entry("orchestrator name over 40 characters", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Orchestrators[0].Name = strings.Repeat("a", 41) },
 			"spec.orchestrators[0].name", "may not be more than 40"),
+		Entry("an orchestrator's quota below 1", func(gs *garrav1alpha1.GarraServer) {
+			zero := int32(0)
+			gs.Spec.Orchestrators[0].Quota = &garrav1alpha1.QuotaSpec{AgentConcurrent: &zero}
+		}, "spec.orchestrators[0].quota.agentConcurrent", "should be greater than or equal to 1"),
+		Entry("the gateway's default quota below 1", func(gs *garrav1alpha1.GarraServer) {
+			none := int64(0)
+			gs.Spec.Gateway.Quota = &garrav1alpha1.QuotaSpec{LLMTokensPerDay: &none}
+		}, "spec.gateway.quota.llmTokensPerDay", "should be greater than or equal to 1"),
 		Entry("duplicate orchestrator", func(gs *garrav1alpha1.GarraServer) {
 			gs.Spec.Orchestrators = append(gs.Spec.Orchestrators, gs.Spec.Orchestrators[0])
 		}, "spec.orchestrators[1]", "Duplicate value"),

@@ -14,12 +14,13 @@ import (
 // GatewayListen is the gateway's listen address in the pod.
 const GatewayListen = "0.0.0.0:3888"
 
-// RenderConfig is the gateway's config.yml for gs, as the gateway's own
-// config type. It names a file (the gateway's own credentials) or an
+// RenderConfig is the gateway's config.yml for gs and its orchestrators ms
+// (the inline entries, then the attached Orchestrators), as the gateway's
+// own config type. It names a file (the gateway's own credentials) or an
 // environment variable (the LLM and Telegram keys) for every secret and
 // never holds one. Knobs left zero (a spec the API server did not default) are
 // omitted, so the gateway's defaults apply.
-func RenderConfig(gs *garrav1alpha1.GarraServer) *config.Config {
+func RenderConfig(gs *garrav1alpha1.GarraServer, ms []member) *config.Config {
 	spec := gs.Spec
 	g := spec.Gateway
 	c := &config.Config{
@@ -47,6 +48,7 @@ func RenderConfig(gs *garrav1alpha1.GarraServer) *config.Config {
 				AgentMaxSeconds:      int(g.AgentMaxSeconds),
 				RedactPatterns:       g.RedactPatterns,
 				WebFetchAllowedHosts: g.WebFetchAllowedHosts,
+				Quota:                renderQuota(g.Quota),
 			},
 		},
 	}
@@ -57,7 +59,7 @@ func RenderConfig(gs *garrav1alpha1.GarraServer) *config.Config {
 		c.Store = config.Store{Driver: config.StorePostgres, DSNEnv: EnvStoreDSN}
 		c.Gateway.HandoverSeconds = HandoverSeconds
 	}
-	if needsTokenReview(gs) || g.Audience != "" {
+	if needsTokenReview(ms) || g.Audience != "" {
 		c.Gateway.Auth.Audience = Audience(gs)
 	}
 	if ws := g.WebSearch; ws != nil {
@@ -65,7 +67,8 @@ func RenderConfig(gs *garrav1alpha1.GarraServer) *config.Config {
 		// endpoint is in the file.
 		c.LLM.Brave.BaseURL = ws.BaseURL
 	}
-	for _, o := range spec.Orchestrators {
+	for _, m := range ms {
+		o := m.OrchestratorSettings
 		tools := make([]string, 0, len(o.Tools))
 		for _, t := range o.Tools {
 			tools = append(tools, string(t))
@@ -76,23 +79,24 @@ func RenderConfig(gs *garrav1alpha1.GarraServer) *config.Config {
 		}
 		keyFile := ""
 		if usesToken(o) {
-			keyFile = OrchTokenFile(o.Name)
+			keyFile = OrchTokenFile(m.tokenKey())
 		}
 		sbx := &config.OrchestratorSandbox{
-			URL:       SandboxURL(gs, o.Name),
-			TokenFile: SandboxTokenFile(o.Name),
+			URL:       m.sandboxURL(),
+			TokenFile: SandboxTokenFile(m.tokenKey()),
 		}
 		if idleTimeout(o) > 0 {
-			sbx.Wake = &config.SandboxWake{Namespace: gs.Namespace, Deployment: sandboxName(gs, o.Name)}
+			sbx.Wake = &config.SandboxWake{Namespace: m.at.Namespace, Deployment: m.sandboxName()}
 		}
 		c.Gateway.MCPHTTP.Orchestrators = append(c.Gateway.MCPHTTP.Orchestrators, config.Orchestrator{
-			Name:      o.Name,
+			Name:      m.ID,
 			KeyFile:   keyFile,
-			Auth:      renderAuth(gs, o),
+			Auth:      renderAuth(m),
 			Tools:     tools,
 			DenyTools: deny,
 			Chats:     o.Chats,
 			Sandbox:   sbx,
+			Quota:     renderQuota(o.Quota),
 		})
 	}
 	if spec.Channels != nil && spec.Channels.Telegram != nil {
@@ -106,9 +110,31 @@ func RenderConfig(gs *garrav1alpha1.GarraServer) *config.Config {
 	return c
 }
 
+// renderQuota is q in the gateway config's words; nil for none.
+func renderQuota(q *garrav1alpha1.QuotaSpec) *config.Quota {
+	if q == nil {
+		return nil
+	}
+	n := func(p *int32) int {
+		if p == nil {
+			return 0
+		}
+		return int(*p)
+	}
+	out := &config.Quota{AskPerMinute: n(q.AskPerMinute), AgentPerMinute: n(q.AgentPerMinute), SendPerMinute: n(q.SendPerMinute),
+		AgentConcurrent: n(q.AgentConcurrent)}
+	if q.LLMTokensPerDay != nil {
+		out.LLMTokensPerDay = *q.LLMTokensPerDay
+	}
+	if out.IsZero() {
+		return nil
+	}
+	return out
+}
+
 // RenderConfigYAML is RenderConfig marshalled as config.yml.
-func RenderConfigYAML(gs *garrav1alpha1.GarraServer) (string, error) {
-	out, err := yaml.Marshal(RenderConfig(gs))
+func RenderConfigYAML(gs *garrav1alpha1.GarraServer, ms []member) (string, error) {
+	out, err := yaml.Marshal(RenderConfig(gs, ms))
 	if err != nil {
 		return "", fmt.Errorf("render %s config: %w", gs.Name, err)
 	}
@@ -133,13 +159,13 @@ func gatewayPodEnv(gs *garrav1alpha1.GarraServer) []string {
 	return env
 }
 
-func gatewayPodFiles(gs *garrav1alpha1.GarraServer) []string {
+func gatewayPodFiles(ms []member) []string {
 	files := []string{APIKeyFile()}
-	for _, o := range gs.Spec.Orchestrators {
-		if usesToken(o) {
-			files = append(files, OrchTokenFile(o.Name))
+	for _, m := range ms {
+		if usesToken(m.OrchestratorSettings) {
+			files = append(files, OrchTokenFile(m.tokenKey()))
 		}
-		files = append(files, SandboxTokenFile(o.Name))
+		files = append(files, SandboxTokenFile(m.tokenKey()))
 	}
 	return files
 }

@@ -13,7 +13,7 @@ import (
 
 func TestGatewayConfigMap(t *testing.T) {
 	gs := testServer()
-	yml, err := RenderConfigYAML(gs)
+	yml, err := RenderConfigYAML(gs, inlineMembers(gs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,6 +48,30 @@ func TestRenderConfig(t *testing.T) {
 				}
 				if c.Gateway.HandoverSeconds != HandoverSeconds {
 					t.Errorf("handover_seconds = %d, want %d among replicas", c.Gateway.HandoverSeconds, HandoverSeconds)
+				}
+			},
+		},
+		{
+			name: "quotas: the gateway's default and an orchestrator's own, in the config's words",
+			mutate: func(gs *garrav1alpha1.GarraServer) {
+				i32 := func(v int32) *int32 { return &v }
+				tokens := int64(200000)
+				gs.Spec.Gateway.Quota = &garrav1alpha1.QuotaSpec{AskPerMinute: i32(5), LLMTokensPerDay: &tokens}
+				gs.Spec.Orchestrators[0].Quota = &garrav1alpha1.QuotaSpec{AgentPerMinute: i32(1), SendPerMinute: i32(2), AgentConcurrent: i32(1)}
+			},
+			check: func(t *testing.T, c *config.Config) {
+				m := c.Gateway.MCPHTTP
+				if m.Quota == nil || *m.Quota != (config.Quota{AskPerMinute: 5, LLMTokensPerDay: 200000}) {
+					t.Errorf("gateway quota = %+v", m.Quota)
+				}
+				if q := m.Orchestrators[0].Quota; q == nil || *q != (config.Quota{AgentPerMinute: 1, SendPerMinute: 2, AgentConcurrent: 1}) {
+					t.Errorf("orchestrator quota = %+v", q)
+				}
+				if m.Orchestrators[1].Quota != nil {
+					t.Errorf("an orchestrator without a quota rendered %+v", m.Orchestrators[1].Quota)
+				}
+				if got := m.QuotaFor(m.Orchestrators[0].Name); got != (config.Quota{AskPerMinute: 5, AgentPerMinute: 1, SendPerMinute: 2, AgentConcurrent: 1, LLMTokensPerDay: 200000}) {
+					t.Errorf("quota in force = %+v", got)
 				}
 			},
 		},
@@ -213,7 +237,7 @@ func TestRenderConfig(t *testing.T) {
 			if tc.mutate != nil {
 				tc.mutate(gs)
 			}
-			yml, err := RenderConfigYAML(gs)
+			yml, err := RenderConfigYAML(gs, inlineMembers(gs))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -225,7 +249,7 @@ func TestRenderConfig(t *testing.T) {
 			if tc.check != nil {
 				tc.check(t, c)
 			}
-			problems, err := configWarnings(yml, gatewayPodEnv(gs), gatewayPodFiles(gs))
+			problems, err := configWarnings(yml, gatewayPodEnv(gs), gatewayPodFiles(inlineMembers(gs)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -249,11 +273,11 @@ func TestRenderConfig(t *testing.T) {
 // out of the volume is a warning naming its key.
 func TestConfigWarningsNameUnmountedFiles(t *testing.T) {
 	gs := testServer()
-	yml, err := RenderConfigYAML(gs)
+	yml, err := RenderConfigYAML(gs, inlineMembers(gs))
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := gatewayPodFiles(gs)
+	files := gatewayPodFiles(inlineMembers(gs))
 	for i, f := range files {
 		less := slices.Delete(slices.Clone(files), i, i+1)
 		problems, err := configWarnings(yml, gatewayPodEnv(gs), less)

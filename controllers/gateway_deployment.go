@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"slices"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -25,7 +27,7 @@ func GatewayCommand() []string {
 // gateway reloads, not this template. The LLM, Brave and Telegram keys are
 // environment variables from Secret keys. hash is the inputs hash of the
 // Secret keys this template refers to.
-func gatewayDeployment(gs *garrav1alpha1.GarraServer, image, hash string) *appsv1ac.DeploymentApplyConfiguration {
+func gatewayDeployment(gs *garrav1alpha1.GarraServer, ms []member, image, hash string) *appsv1ac.DeploymentApplyConfiguration {
 	lbl := labels(gs, ComponentGateway, "")
 	owner := gatewayAPIKeyRef(gs)
 
@@ -60,7 +62,7 @@ func gatewayDeployment(gs *garrav1alpha1.GarraServer, image, hash string) *appsv
 	// a shared store also get it for the poller Lease (sharedGatewayDeployment).
 	pod := corev1ac.PodSpec().
 		WithServiceAccountName(gatewayName(gs)).
-		WithAutomountServiceAccountToken(needsTokenReview(gs) || len(idleSandboxes(gs)) > 0).
+		WithAutomountServiceAccountToken(needsTokenReview(ms) || slices.ContainsFunc(ms, idle)).
 		WithEnableServiceLinks(false).
 		WithSecurityContext(restrictedPodSecurity()).
 		WithContainers(container).
@@ -79,7 +81,7 @@ func gatewayDeployment(gs *garrav1alpha1.GarraServer, image, hash string) *appsv
 		).
 		WithTerminationGracePeriodSeconds(gatewayTerminationGrace(gs))
 
-	dep := singlePodDeployment(gs, gatewayName(gs), lbl, hash, pod)
+	dep := singlePodDeployment(serverPlacement(gs), gatewayName(gs), lbl, hash, pod)
 	if sharedStore(gs) {
 		sharedGatewayDeployment(gs, dep)
 	}
@@ -128,16 +130,16 @@ func gatewayTerminationGrace(gs *garrav1alpha1.GarraServer) int64 {
 
 // singlePodDeployment is the Deployment shape of every pod Garra runs: one
 // replica, Recreate (a ReadWriteOnce volume cannot be shared by two pods),
-// owned by gs, with the inputs hash (when there is one) on the template so
+// in at's namespace and owned by its owner, with the inputs hash (when there is one) on the template so
 // that a change of what the pod reads only at start rolls it out.
-func singlePodDeployment(gs *garrav1alpha1.GarraServer, name string, lbl map[string]string, hash string, pod *corev1ac.PodSpecApplyConfiguration) *appsv1ac.DeploymentApplyConfiguration {
+func singlePodDeployment(at placement, name string, lbl map[string]string, hash string, pod *corev1ac.PodSpecApplyConfiguration) *appsv1ac.DeploymentApplyConfiguration {
 	tmpl := corev1ac.PodTemplateSpec().WithLabels(lbl).WithSpec(pod)
 	if hash != "" {
 		tmpl.WithAnnotations(map[string]string{AnnotationInputsHash: hash})
 	}
-	return appsv1ac.Deployment(name, gs.Namespace).
+	return appsv1ac.Deployment(name, at.Namespace).
 		WithLabels(lbl).
-		WithOwnerReferences(ownerRefs(gs)...).
+		WithOwnerReferences(at.ownerRefs()...).
 		WithSpec(appsv1ac.DeploymentSpec().
 			WithReplicas(1).
 			WithStrategy(appsv1ac.DeploymentStrategy().WithType(appsv1.RecreateDeploymentStrategyType)).

@@ -76,7 +76,7 @@ func TestGatewayDeployment(t *testing.T) {
 			if tc.mutate != nil {
 				tc.mutate(gs)
 			}
-			d := typed[appsv1.Deployment](t, gatewayDeployment(gs, "garra:1", "h1"))
+			d := typed[appsv1.Deployment](t, gatewayDeployment(gs, inlineMembers(gs), "garra:1", "h1"))
 			if d.Name != "team-a-gateway" || d.Namespace != "agents" {
 				t.Errorf("name = %s/%s", d.Namespace, d.Name)
 			}
@@ -163,7 +163,7 @@ func TestGatewayTemplateIgnoresPolicy(t *testing.T) {
 	template := func(gs *garrav1alpha1.GarraServer, image string, values map[string][]byte) string {
 		t.Helper()
 		s := &reconcileState{gs: gs, values: values}
-		d := typed[appsv1.Deployment](t, gatewayDeployment(gs, image, s.gatewayHash()))
+		d := typed[appsv1.Deployment](t, gatewayDeployment(gs, inlineMembers(gs), image, s.gatewayHash()))
 		out, err := json.Marshal(d.Spec.Template)
 		if err != nil {
 			t.Fatal(err)
@@ -245,7 +245,7 @@ func TestGatewayReplicas(t *testing.T) {
 		if got := gatewayReplicas(gs); got != tc.want {
 			t.Errorf("driver %q replicas %d: %d, want %d", tc.driver, tc.replicas, got, tc.want)
 		}
-		dep := typed[appsv1.Deployment](t, gatewayDeployment(gs, "garra:test", ""))
+		dep := typed[appsv1.Deployment](t, gatewayDeployment(gs, inlineMembers(gs), "garra:test", ""))
 		if *dep.Spec.Replicas != tc.want {
 			t.Errorf("driver %q replicas %d: Deployment has %d", tc.driver, tc.replicas, *dep.Spec.Replicas)
 		}

@@ -10,11 +10,12 @@ import (
 
 // gatewayClaim is NAME-gateway-data, the gateway's data_dir.
 func gatewayClaim(gs *garrav1alpha1.GarraServer) *corev1ac.PersistentVolumeClaimApplyConfiguration {
-	return claim(gatewayDataName(gs), gs, labels(gs, ComponentGateway, ""), gs.Spec.Gateway.Storage, true)
+	return claim(gatewayDataName(gs), serverPlacement(gs), labels(gs, ComponentGateway, ""), gs.Spec.Gateway.Storage, true)
 }
 
-// claim is a ReadWriteOnce claim of st; owned makes gs its controller.
-func claim(name string, gs *garrav1alpha1.GarraServer, lbl map[string]string, st garrav1alpha1.StorageSpec, owned bool) *corev1ac.PersistentVolumeClaimApplyConfiguration {
+// claim is a ReadWriteOnce claim of st in at's namespace; owned makes at's
+// owner its controller.
+func claim(name string, at placement, lbl map[string]string, st garrav1alpha1.StorageSpec, owned bool) *corev1ac.PersistentVolumeClaimApplyConfiguration {
 	spec := corev1ac.PersistentVolumeClaimSpec().
 		WithAccessModes(corev1.ReadWriteOnce).
 		WithResources(corev1ac.VolumeResourceRequirements().
@@ -22,11 +23,11 @@ func claim(name string, gs *garrav1alpha1.GarraServer, lbl map[string]string, st
 	if st.StorageClassName != "" {
 		spec.WithStorageClassName(st.StorageClassName)
 	}
-	ac := corev1ac.PersistentVolumeClaim(name, gs.Namespace).
+	ac := corev1ac.PersistentVolumeClaim(name, at.Namespace).
 		WithLabels(lbl).
 		WithSpec(spec)
 	if owned {
-		ac.WithOwnerReferences(ownerRefs(gs)...)
+		ac.WithOwnerReferences(at.ownerRefs()...)
 	}
 	return ac
 }

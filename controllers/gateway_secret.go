@@ -10,5 +10,5 @@ import (
 
 // gatewaySecret is NAME-gateway with a generated api-key.
 func gatewaySecret(gs *garrav1alpha1.GarraServer, rand io.Reader) (*corev1.Secret, error) {
-	return generatedSecret(gs, gatewayName(gs), ComponentGateway, "", rand, KeyAPIKey)
+	return generatedSecret(serverPlacement(gs), gatewayName(gs), labels(gs, ComponentGateway, ""), rand, KeyAPIKey)
 }

@@ -10,14 +10,14 @@ import (
 
 // gatewayService is NAME-gateway: port 3888 named mcp to the gateway pods.
 func gatewayService(gs *garrav1alpha1.GarraServer) *corev1ac.ServiceApplyConfiguration {
-	return mcpService(gatewayName(gs), gs, labels(gs, ComponentGateway, ""), GatewayPort)
+	return mcpService(gatewayName(gs), serverPlacement(gs), labels(gs, ComponentGateway, ""), GatewayPort)
 }
 
 // mcpService is a ClusterIP Service with one TCP port named mcp.
-func mcpService(name string, gs *garrav1alpha1.GarraServer, lbl map[string]string, port int32) *corev1ac.ServiceApplyConfiguration {
-	return corev1ac.Service(name, gs.Namespace).
+func mcpService(name string, at placement, lbl map[string]string, port int32) *corev1ac.ServiceApplyConfiguration {
+	return corev1ac.Service(name, at.Namespace).
 		WithLabels(lbl).
-		WithOwnerReferences(ownerRefs(gs)...).
+		WithOwnerReferences(at.ownerRefs()...).
 		WithSpec(corev1ac.ServiceSpec().
 			WithType(corev1.ServiceTypeClusterIP).
 			WithSelector(lbl).

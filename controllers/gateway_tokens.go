@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
@@ -134,24 +135,24 @@ func parseTokenSet(data []byte, sandbox bool, until string) tokenSet {
 }
 
 // tokensSecretData is what NAME-gateway-tokens holds for gs: per
-// orchestrator its bearer and sandbox keys, from live (nil when absent)
-// moved on by nextTokenSet, and the earliest expiry of a previous token per
-// orchestrator (for the status and the requeue).
-func tokensSecretData(gs *garrav1alpha1.GarraServer, live *corev1.Secret, values map[string][]byte, now time.Time) (map[string][]byte, map[string]string, map[string]time.Time) {
+// orchestrator of ms its bearer and sandbox keys, from live (nil when
+// absent) moved on by nextTokenSet, and the latest expiry of a previous
+// token per orchestrator ID (for the status and the requeue).
+func tokensSecretData(gs *garrav1alpha1.GarraServer, ms []member, live *corev1.Secret, values map[string][]byte, now time.Time) (map[string][]byte, map[string]string, map[string]time.Time) {
 	grace := tokenGrace(gs)
 	data := map[string][]byte{}
 	ann := map[string]string{}
 	until := map[string]time.Time{}
-	for _, o := range gs.Spec.Orchestrators {
+	for _, m := range ms {
 		keys := []struct {
 			key     string
 			ref     secretRef
 			sandbox bool
 		}{
-			{o.Name, orchTokenRef(gs, o), false},
-			{o.Name + SandboxKeySuffix, sandboxTokenRef(gs, o.Name), true},
+			{m.tokenKey(), orchTokenRef(m), false},
+			{m.tokenKey() + SandboxKeySuffix, sandboxTokenRef(m), true},
 		}
-		if !usesToken(o) {
+		if !usesToken(m.OrchestratorSettings) {
 			// No bearer of its own: only the gateway's sandbox token.
 			keys = keys[1:]
 		}
@@ -160,12 +161,12 @@ func tokensSecretData(gs *garrav1alpha1.GarraServer, live *corev1.Secret, values
 			if live != nil {
 				cur = parseTokenSet(live.Data[k.key], k.sandbox, live.Annotations[AnnotationRotationPrefix+k.key])
 			}
-			next := nextTokenSet(cur, sourceToken(values[k.ref.String()]), now, grace)
+			next := nextTokenSet(cur, sourceToken(values[k.ref.valueKey()]), now, grace)
 			data[k.key] = next.render(k.sandbox)
 			if len(next.Previous) > 0 {
 				ann[AnnotationRotationPrefix+k.key] = next.Until.UTC().Format(time.RFC3339)
-				if u, ok := until[o.Name]; !ok || next.Until.After(u) {
-					until[o.Name] = next.Until
+				if u, ok := until[m.ID]; !ok || next.Until.After(u) {
+					until[m.ID] = next.Until
 				}
 			}
 		}
@@ -194,6 +195,18 @@ func tokenGrace(gs *garrav1alpha1.GarraServer) time.Duration {
 	return DefaultTokenRotationGrace
 }
 
+// sandboxTokenSecret is the Secret m's sandbox pod reads its token lines
+// from (named as its sandbox, in its namespace, owned as its other
+// objects): the lines NAME-gateway-tokens holds for m's sandbox key, so the
+// pod sees the same overlap the gateway keeps, and nothing else.
+func sandboxTokenSecret(m member, lines []byte) *corev1ac.SecretApplyConfiguration {
+	return corev1ac.Secret(m.sandboxTokenName(), m.at.Namespace).
+		WithLabels(m.labels()).
+		WithOwnerReferences(m.at.ownerRefs()...).
+		WithType(corev1.SecretTypeOpaque).
+		WithData(map[string][]byte{KeySandboxToken: lines})
+}
+
 // tokensSecret is NAME-gateway-tokens as an apply configuration.
 func tokensSecret(gs *garrav1alpha1.GarraServer, data map[string][]byte, ann map[string]string) *corev1ac.SecretApplyConfiguration {
 	s := corev1ac.Secret(tokensName(gs), gs.Namespace).
@@ -211,10 +224,20 @@ func tokensSecret(gs *garrav1alpha1.GarraServer, data map[string][]byte, ann map
 // wants. The cache strips managed fields from Secrets, so the generic
 // applyIfChanged cannot be used: this compares what the operator sets.
 func tokensSecretCurrent(gs *garrav1alpha1.GarraServer, live *corev1.Secret, data map[string][]byte, ann map[string]string) bool {
-	if live == nil || !metav1.IsControlledBy(live, gs) || live.Type != corev1.SecretTypeOpaque {
+	return secretCurrent(live, gs.UID, labels(gs, ComponentGateway, ""), data, ann)
+}
+
+// secretCurrent reports whether live, a Secret the operator derives, is
+// controlled by owner and holds exactly data, the labels lbl and the
+// rotation annotations ann.
+func secretCurrent(live *corev1.Secret, owner types.UID, lbl map[string]string, data map[string][]byte, ann map[string]string) bool {
+	if live == nil || live.Type != corev1.SecretTypeOpaque {
 		return false
 	}
-	for k, v := range labels(gs, ComponentGateway, "") {
+	if ref := metav1.GetControllerOfNoCopy(live); ref == nil || ref.UID != owner {
+		return false
+	}
+	for k, v := range lbl {
 		if live.Labels[k] != v {
 			return false
 		}

@@ -91,7 +91,7 @@ func TestTokensSecretData(t *testing.T) {
 	}
 	step := func(live *corev1.Secret, now time.Time) (*corev1.Secret, map[string]time.Time) {
 		t.Helper()
-		data, ann, until := tokensSecretData(gs, live, values, now)
+		data, ann, until := tokensSecretData(gs, inlineMembers(gs), live, values, now)
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Annotations: ann}, Data: data}, until
 	}
 	want := func(s *corev1.Secret, kv map[string]string, ann map[string]string) {
@@ -186,9 +186,9 @@ func TestSourceToken(t *testing.T) {
 	gs := testServer()
 	values := map[string][]byte{"n8n-token/token": []byte("n1\nextra")}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	data, ann, _ := tokensSecretData(gs, nil, values, now)
+	data, ann, _ := tokensSecretData(gs, inlineMembers(gs), nil, values, now)
 	live := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Annotations: ann}, Data: data}
-	data2, ann2, _ := tokensSecretData(gs, live, values, now.Add(time.Second))
+	data2, ann2, _ := tokensSecretData(gs, inlineMembers(gs), live, values, now.Add(time.Second))
 	if string(data2["n8n-prod"]) != "n1" || len(ann2) != 0 || string(data["n8n-prod"]) != "n1" {
 		t.Errorf("two-line source: %q then %q %v", data["n8n-prod"], data2["n8n-prod"], ann2)
 	}

@@ -36,25 +36,29 @@ func testServer() *garrav1alpha1.GarraServer {
 			},
 			Orchestrators: []garrav1alpha1.OrchestratorSpec{
 				{
-					Name:      "badgood",
-					Tools:     []garrav1alpha1.Tool{garrav1alpha1.ToolStatus, garrav1alpha1.ToolAgent},
-					Workspace: garrav1alpha1.WorkspaceSpec{StorageSpec: garrav1alpha1.StorageSpec{Size: resource.MustParse("2Gi")}},
-					Sandbox:   garrav1alpha1.SandboxSpec{Egress: garrav1alpha1.EgressNone},
+					Name: "badgood",
+					OrchestratorSettings: garrav1alpha1.OrchestratorSettings{
+						Tools:     []garrav1alpha1.Tool{garrav1alpha1.ToolStatus, garrav1alpha1.ToolAgent},
+						Workspace: garrav1alpha1.WorkspaceSpec{StorageSpec: garrav1alpha1.StorageSpec{Size: resource.MustParse("2Gi")}},
+						Sandbox:   garrav1alpha1.SandboxSpec{Egress: garrav1alpha1.EgressNone},
+					},
 				},
 				{
-					Name:           "n8n-prod",
-					Tools:          []garrav1alpha1.Tool{garrav1alpha1.ToolStatus, garrav1alpha1.ToolListChats},
-					Chats:          []string{"telegram:42"},
-					TokenSecretRef: &garrav1alpha1.SecretKeySelector{Name: "n8n-token", Key: "token"},
-					Workspace: garrav1alpha1.WorkspaceSpec{
-						StorageSpec: garrav1alpha1.StorageSpec{Size: resource.MustParse("1Gi"), StorageClassName: "fast"},
-						Retain:      true,
-					},
-					Sandbox: garrav1alpha1.SandboxSpec{
-						Image:  "garra-sandbox:custom",
-						Egress: garrav1alpha1.EgressInternet,
-						Resources: corev1.ResourceRequirements{
-							Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},
+					Name: "n8n-prod",
+					OrchestratorSettings: garrav1alpha1.OrchestratorSettings{
+						Tools:          []garrav1alpha1.Tool{garrav1alpha1.ToolStatus, garrav1alpha1.ToolListChats},
+						Chats:          []string{"telegram:42"},
+						TokenSecretRef: &garrav1alpha1.SecretKeySelector{Name: "n8n-token", Key: "token"},
+						Workspace: garrav1alpha1.WorkspaceSpec{
+							StorageSpec: garrav1alpha1.StorageSpec{Size: resource.MustParse("1Gi"), StorageClassName: "fast"},
+							Retain:      true,
+						},
+						Sandbox: garrav1alpha1.SandboxSpec{
+							Image:  "garra-sandbox:custom",
+							Egress: garrav1alpha1.EgressInternet,
+							Resources: corev1.ResourceRequirements{
+								Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},
+							},
 						},
 					},
 				},

@@ -34,7 +34,7 @@ const TokenReviewFinalizer = "garra.garraia.io/tokenreview-binding" //nolint:gos
 const LabelNamespace = "garra.garraia.io/namespace"
 
 // authMode is an orchestrator's mode in the config's names.
-func authMode(o garrav1alpha1.OrchestratorSpec) string {
+func authMode(o garrav1alpha1.OrchestratorSettings) string {
 	switch {
 	case o.Auth == nil || o.Auth.Token != nil:
 		return config.AuthToken
@@ -48,12 +48,12 @@ func authMode(o garrav1alpha1.OrchestratorSpec) string {
 
 // usesToken: the orchestrator authenticates with a static token, so the
 // operator generates (or reads) it and mounts it in the gateway.
-func usesToken(o garrav1alpha1.OrchestratorSpec) bool { return authMode(o) == config.AuthToken }
+func usesToken(o garrav1alpha1.OrchestratorSettings) bool { return authMode(o) == config.AuthToken }
 
 // needsTokenReview: some orchestrator authenticates with a ServiceAccount.
-func needsTokenReview(gs *garrav1alpha1.GarraServer) bool {
-	return slices.ContainsFunc(gs.Spec.Orchestrators, func(o garrav1alpha1.OrchestratorSpec) bool {
-		return authMode(o) == config.AuthServiceAccount
+func needsTokenReview(ms []member) bool {
+	return slices.ContainsFunc(ms, func(m member) bool {
+		return authMode(m.OrchestratorSettings) == config.AuthServiceAccount
 	})
 }
 
@@ -67,13 +67,15 @@ func Audience(gs *garrav1alpha1.GarraServer) string {
 }
 
 // renderAuth is the orchestrator's auth block of config.yml (nil for the
-// token mode).
-func renderAuth(gs *garrav1alpha1.GarraServer, o garrav1alpha1.OrchestratorSpec) *config.OrchestratorAuth {
+// token mode). A ServiceAccount without a namespace is in the member's:
+// the GarraServer's for an inline entry, the team's for an Orchestrator.
+func renderAuth(m member) *config.OrchestratorAuth {
+	o := m.OrchestratorSettings
 	switch authMode(o) {
 	case config.AuthServiceAccount:
 		ns := o.Auth.ServiceAccount.Namespace
 		if ns == "" {
-			ns = gs.Namespace
+			ns = m.at.Namespace
 		}
 		return &config.OrchestratorAuth{ServiceAccount: &config.ServiceAccountAuth{Namespace: ns, Name: o.Auth.ServiceAccount.Name}}
 	case config.AuthOIDC:
@@ -133,11 +135,11 @@ func (r *GarraServerReconciler) applyIdentity(ctx context.Context, s *reconcileS
 	if _, err := applyIfChanged(ctx, r.Client, gatewayServiceAccount(gs), &corev1.ServiceAccount{}, corev1ac.ExtractServiceAccount); err != nil {
 		return err
 	}
-	if !needsTokenReview(gs) {
+	if !needsTokenReview(s.members) {
 		return r.releaseTokenReview(ctx, gs)
 	}
 	if len(r.WatchNamespaces) > 0 {
-		s.tokenReview = externalBindingMessage(gs, r.WatchNamespaces)
+		s.tokenReview = externalBindingMessage(gs, s.members, r.WatchNamespaces)
 		return nil
 	}
 	if !controllerutil.ContainsFinalizer(gs, TokenReviewFinalizer) {
@@ -158,11 +160,16 @@ func (r *GarraServerReconciler) applyIdentity(ctx context.Context, s *reconcileS
 // orchestrator needs TokenReviews and what a cluster admin must bind: a
 // Role cannot grant a cluster-scoped verb, so the operator neither
 // creates nor reads that binding.
-func externalBindingMessage(gs *garrav1alpha1.GarraServer, watched []string) string {
+func externalBindingMessage(gs *garrav1alpha1.GarraServer, ms []member, watched []string) string {
 	var fields []string
 	for i, o := range gs.Spec.Orchestrators {
-		if authMode(o) == config.AuthServiceAccount {
+		if authMode(o.OrchestratorSettings) == config.AuthServiceAccount {
 			fields = append(fields, fmt.Sprintf("spec.orchestrators[%d].auth.serviceAccount (%s)", i, o.Name))
+		}
+	}
+	for _, m := range ms {
+		if m.attached && authMode(m.OrchestratorSettings) == config.AuthServiceAccount {
+			fields = append(fields, "spec.auth.serviceAccount of Orchestrator "+m.ID)
 		}
 	}
 	return fmt.Sprintf("%s: the operator watches only the namespaces %s and cannot bind a ClusterRole; "+

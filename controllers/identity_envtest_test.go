@@ -33,11 +33,15 @@ func identityServer(ns string) *garrav1alpha1.GarraServer {
 			LLM: garrav1alpha1.LLMSpec{Provider: garrav1alpha1.ProviderOpenRouter, Model: "z-ai/glm-5.3-flash",
 				APIKeySecretRef: &garrav1alpha1.SecretKeySelector{Name: "llm-keys", Key: "openrouter"}},
 			Orchestrators: []garrav1alpha1.OrchestratorSpec{
-				{Name: "robot", Tools: []garrav1alpha1.Tool{"status"},
-					Auth: &garrav1alpha1.OrchestratorAuth{ServiceAccount: &garrav1alpha1.ServiceAccountAuth{Name: "robot"}}},
-				{Name: "web", Tools: []garrav1alpha1.Tool{"status"},
-					Auth: &garrav1alpha1.OrchestratorAuth{OIDC: &garrav1alpha1.OIDCAuth{Issuer: "https://idp.example.com", Audience: "garra", Subject: "n8n-bot"}}},
-				{Name: "badgood", Tools: []garrav1alpha1.Tool{"status"}},
+				{Name: "robot", OrchestratorSettings: garrav1alpha1.OrchestratorSettings{
+					Tools: []garrav1alpha1.Tool{"status"},
+					Auth:  &garrav1alpha1.OrchestratorAuth{ServiceAccount: &garrav1alpha1.ServiceAccountAuth{Name: "robot"}},
+				}},
+				{Name: "web", OrchestratorSettings: garrav1alpha1.OrchestratorSettings{
+					Tools: []garrav1alpha1.Tool{"status"},
+					Auth:  &garrav1alpha1.OrchestratorAuth{OIDC: &garrav1alpha1.OIDCAuth{Issuer: "https://idp.example.com", Audience: "garra", Subject: "n8n-bot"}},
+				}},
+				{Name: "badgood", OrchestratorSettings: garrav1alpha1.OrchestratorSettings{Tools: []garrav1alpha1.Tool{"status"}}},
 			},
 		},
 	}

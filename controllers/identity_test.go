@@ -45,7 +45,7 @@ func TestRenderConfigAuthModes(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			gs := tt.gs()
-			c := RenderConfig(gs)
+			c := RenderConfig(gs, inlineMembers(gs))
 			if c.Gateway.Auth.Audience != tt.audience {
 				t.Errorf("audience %q, want %q", c.Gateway.Auth.Audience, tt.audience)
 			}
@@ -60,7 +60,7 @@ func TestRenderConfigAuthModes(t *testing.T) {
 				if o.Sandbox == nil || o.Sandbox.TokenFile == "" {
 					t.Errorf("%s: the sandbox token must stay whatever the mode", o.Name)
 				}
-				sec, err := orchestratorSecret(gs, o.Name, bytes.NewReader(bytes.Repeat([]byte{1}, 256)))
+				sec, err := orchestratorSecret(inlineMembers(gs)[i], bytes.NewReader(bytes.Repeat([]byte{1}, 256)))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -76,11 +76,11 @@ func TestRenderConfigAuthModes(t *testing.T) {
 			}
 			// What the operator checks: the file in the gateway pod, with
 			// the pod's variables and files.
-			y, err := RenderConfigYAML(gs)
+			y, err := RenderConfigYAML(gs, inlineMembers(gs))
 			if err != nil {
 				t.Fatal(err)
 			}
-			ps, err := configWarnings(y, gatewayPodEnv(gs), gatewayPodFiles(gs))
+			ps, err := configWarnings(y, gatewayPodEnv(gs), gatewayPodFiles(inlineMembers(gs)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,8 +92,8 @@ func TestRenderConfigAuthModes(t *testing.T) {
 			if sa := c.Gateway.MCPHTTP.Orchestrators[0].Auth; sa != nil && sa.ServiceAccount != nil && sa.ServiceAccount.Namespace != "agents" {
 				t.Errorf("the ServiceAccount's namespace defaults to the GarraServer's: %+v", sa.ServiceAccount)
 			}
-			if needsTokenReview(gs) != (tt.modes[0] == config.AuthServiceAccount) {
-				t.Errorf("needsTokenReview = %t", needsTokenReview(gs))
+			if needsTokenReview(inlineMembers(gs)) != (tt.modes[0] == config.AuthServiceAccount) {
+				t.Errorf("needsTokenReview = %t", needsTokenReview(inlineMembers(gs)))
 			}
 		})
 	}

@@ -10,7 +10,6 @@
 package controllers
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
@@ -155,19 +154,7 @@ func labels(gs *garrav1alpha1.GarraServer, component, orch string) map[string]st
 // references name it.
 var serverKind = garrav1alpha1.GroupVersion.WithKind("GarraServer")
 
-// ownerRef makes gs the controller of a child, so deleting gs cascades:
-// apimachinery's controller reference, as an apply configuration.
-func ownerRef(gs *garrav1alpha1.GarraServer) *metav1ac.OwnerReferenceApplyConfiguration {
-	ref := metav1.NewControllerRef(gs, serverKind)
-	return metav1ac.OwnerReference().
-		WithAPIVersion(ref.APIVersion).
-		WithKind(ref.Kind).
-		WithName(ref.Name).
-		WithUID(ref.UID).
-		WithController(*ref.Controller).
-		WithBlockOwnerDeletion(*ref.BlockOwnerDeletion)
-}
-
+// ownerRefs makes gs the controller of a child, so deleting gs cascades.
 func ownerRefs(gs *garrav1alpha1.GarraServer) []*metav1ac.OwnerReferenceApplyConfiguration {
-	return []*metav1ac.OwnerReferenceApplyConfiguration{ownerRef(gs)}
+	return serverPlacement(gs).ownerRefs()
 }

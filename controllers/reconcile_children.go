@@ -41,7 +41,7 @@ func (r *GarraServerReconciler) applyGateway(ctx context.Context, s *reconcileSt
 		return err
 	}
 	if changed {
-		r.warnConfig(gs, s.configYAML)
+		r.warnConfig(gs, s.members, s.configYAML)
 	}
 	if sharedStore(gs) {
 		if err := r.applySharedGateway(ctx, gs); err != nil {
@@ -50,7 +50,7 @@ func (r *GarraServerReconciler) applyGateway(ctx context.Context, s *reconcileSt
 	} else if _, err := r.applyClaim(ctx, gatewayClaim(gs)); err != nil {
 		return err
 	}
-	dep := gatewayDeployment(gs, gatewayImage(gs, r.GarraImage), s.gatewayHash())
+	dep := gatewayDeployment(gs, s.members, gatewayImage(gs, r.GarraImage), s.gatewayHash())
 	if _, err := applyIfChanged(ctx, r.Client, dep, &appsv1.Deployment{}, appsv1ac.ExtractDeployment); err != nil {
 		return err
 	}
@@ -73,8 +73,9 @@ func (r *GarraServerReconciler) applySharedGateway(ctx context.Context, gs *garr
 }
 
 // applyTokens writes NAME-gateway-tokens when what it should hold differs
-// from what it holds, and notes the overlaps in progress for the status and
-// the requeue that retires them.
+// from what it holds, then each member's sandbox token Secret from the
+// same lines, and notes the overlaps in progress for the status and the
+// requeue that retires them.
 func (r *GarraServerReconciler) applyTokens(ctx context.Context, s *reconcileState) error {
 	gs := s.gs
 	var live *corev1.Secret
@@ -87,22 +88,46 @@ func (r *GarraServerReconciler) applyTokens(ctx context.Context, s *reconcileSta
 		live = sec
 	}
 	now := r.now()
-	data, ann, until := tokensSecretData(gs, live, s.values, now)
+	data, ann, until := tokensSecretData(gs, s.members, live, s.values, now)
 	s.rotations = until
 	for _, u := range until {
 		s.requeueAt(u.Sub(now))
 	}
-	if tokensSecretCurrent(gs, live, data, ann) {
-		return nil
+	if !tokensSecretCurrent(gs, live, data, ann) {
+		if err := r.Apply(ctx, tokensSecret(gs, data, ann), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("apply Secret %s: %w", tokensName(gs), err)
+		}
 	}
-	if err := r.Apply(ctx, tokensSecret(gs, data, ann), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply Secret %s: %w", tokensName(gs), err)
+	for _, m := range s.members {
+		if err := r.applySandboxToken(ctx, m, data[m.tokenKey()+SandboxKeySuffix]); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-func (r *GarraServerReconciler) warnConfig(gs *garrav1alpha1.GarraServer, configYAML string) {
-	problems, err := configWarnings(configYAML, gatewayPodEnv(gs), gatewayPodFiles(gs))
+// applySandboxToken writes m's sandbox token Secret when it differs.
+func (r *GarraServerReconciler) applySandboxToken(ctx context.Context, m member, lines []byte) error {
+	name := m.sandboxTokenName()
+	sec := &corev1.Secret{}
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: m.at.Namespace, Name: name}, sec); {
+	case apierrors.IsNotFound(err):
+		sec = nil
+	case err != nil:
+		return fmt.Errorf("get Secret %s/%s: %w", m.at.Namespace, name, err)
+	}
+	want := map[string][]byte{KeySandboxToken: lines}
+	if secretCurrent(sec, m.at.Owner.UID, m.labels(), want, nil) {
+		return nil
+	}
+	if err := r.Apply(ctx, sandboxTokenSecret(m, lines), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply Secret %s/%s: %w", m.at.Namespace, name, err)
+	}
+	return nil
+}
+
+func (r *GarraServerReconciler) warnConfig(gs *garrav1alpha1.GarraServer, ms []member, configYAML string) {
+	problems, err := configWarnings(configYAML, gatewayPodEnv(gs), gatewayPodFiles(ms))
 	if err != nil {
 		r.event(gs, true, garrav1alpha1.EventConfigWarning, "Validate", "%v", err)
 		return
@@ -114,24 +139,29 @@ func (r *GarraServerReconciler) warnConfig(gs *garrav1alpha1.GarraServer, config
 }
 
 // applyOrchestrators applies each orchestrator's ServiceAccount, workspace
-// claim, sandbox Deployment, Service and NetworkPolicy.
+// claim, sandbox Deployment, Service and NetworkPolicy, in its namespace,
+// and for an idle-enabled one outside the server's namespace the Role that
+// lets the gateway wake it.
 func (r *GarraServerReconciler) applyOrchestrators(ctx context.Context, s *reconcileState) error {
 	gs := s.gs
-	for _, o := range gs.Spec.Orchestrators {
-		if _, err := applyIfChanged(ctx, r.Client, sandboxServiceAccount(gs, o.Name), &corev1.ServiceAccount{}, corev1ac.ExtractServiceAccount); err != nil {
+	for _, m := range s.members {
+		if _, err := applyIfChanged(ctx, r.Client, sandboxServiceAccount(m), &corev1.ServiceAccount{}, corev1ac.ExtractServiceAccount); err != nil {
 			return err
 		}
-		if _, err := r.applyClaim(ctx, workspaceClaim(gs, o)); err != nil {
+		if _, err := r.applyClaim(ctx, workspaceClaim(m)); err != nil {
 			return err
 		}
-		dep := sandboxDeployment(gs, o, resolveSandboxImages(gs, o, r.SandboxImage, r.GarraImage))
+		dep := sandboxDeployment(gs, m, resolveSandboxImages(gs, m, r.SandboxImage, r.GarraImage))
 		if _, err := applyIfChanged(ctx, r.Client, dep, &appsv1.Deployment{}, appsv1ac.ExtractDeployment); err != nil {
 			return err
 		}
-		if _, err := applyIfChanged(ctx, r.Client, sandboxService(gs, o.Name), &corev1.Service{}, corev1ac.ExtractService); err != nil {
+		if _, err := applyIfChanged(ctx, r.Client, sandboxService(m), &corev1.Service{}, corev1ac.ExtractService); err != nil {
 			return err
 		}
-		if _, err := applyIfChanged(ctx, r.Client, sandboxNetworkPolicy(gs, o), &networkingv1.NetworkPolicy{}, networkingv1ac.ExtractNetworkPolicy); err != nil {
+		if _, err := applyIfChanged(ctx, r.Client, sandboxNetworkPolicy(m), &networkingv1.NetworkPolicy{}, networkingv1ac.ExtractNetworkPolicy); err != nil {
+			return err
+		}
+		if err := r.applyMemberWakeRole(ctx, m); err != nil {
 			return err
 		}
 	}
@@ -157,24 +187,31 @@ func (r *GarraServerReconciler) applyClaim(ctx context.Context, desired *corev1a
 	return applyIfChanged(ctx, r.Client, desired, &corev1.PersistentVolumeClaim{}, corev1ac.ExtractPersistentVolumeClaim)
 }
 
-// removeStale deletes the objects of orchestrators that left the spec:
-// those labelled with this GarraServer and an orchestrator not listed, and
-// controlled by it. A retained workspace claim has no controller, so it
-// stays.
+// removeStale deletes the objects of orchestrators that are no longer
+// members: those labelled with this GarraServer and an orchestrator that
+// is not one, and controlled by it (inline) or by an Orchestrator
+// (attached, then detached: its Orchestrator still exists but is no longer
+// accepted). A retained workspace claim has no controller, so it stays; a
+// detached Orchestrator keeps its claim and its token Secret too, so that
+// attaching it again finds its workspace and its callers' token as they
+// were (deleting the Orchestrator removes both, through their owner
+// reference).
 func (r *GarraServerReconciler) removeStale(ctx context.Context, s *reconcileState) error {
 	gs := s.gs
 	keep := map[string]bool{}
-	for _, o := range gs.Spec.Orchestrators {
-		keep[o.Name] = true
+	for _, m := range s.members {
+		keep[m.ID] = true
 	}
 	deleted := map[string][]string{}
 	retained := map[string]string{}
 	lists := []client.ObjectList{
 		&appsv1.DeploymentList{}, &corev1.ServiceList{}, &networkingv1.NetworkPolicyList{},
 		&corev1.ServiceAccountList{}, &corev1.SecretList{}, &corev1.PersistentVolumeClaimList{},
+		// Only an attached member's wake Role carries its label.
+		&rbacv1.RoleList{}, &rbacv1.RoleBindingList{},
 	}
 	for _, list := range lists {
-		if err := r.List(ctx, list, client.InNamespace(gs.Namespace),
+		if err := r.List(ctx, list,
 			client.MatchingLabels{LabelName: AppName, LabelInstance: gs.Name},
 			client.HasLabels{LabelOrchestrator}); err != nil {
 			return fmt.Errorf("list %T: %w", list, err)
@@ -184,13 +221,20 @@ func (r *GarraServerReconciler) removeStale(ctx context.Context, s *reconcileSta
 			return err
 		}
 		for _, obj := range objs {
-			o := obj.GetLabels()[LabelOrchestrator]
-			if keep[o] || obj.GetDeletionTimestamp() != nil {
-				// Kept, or already going (a claim waits for its
-				// pvc-protection finalizer): nothing to write.
+			o, attached, ours := memberOf(gs, obj)
+			if !ours || keep[o] || obj.GetDeletionTimestamp() != nil {
+				// Another server's, kept, or already going (a claim waits
+				// for its pvc-protection finalizer): nothing to write.
 				continue
 			}
-			if !metav1.IsControlledBy(obj, gs) {
+			if attached {
+				if keptOnDetach(obj) {
+					continue
+				}
+				if ref := metav1.GetControllerOfNoCopy(obj); ref == nil || ref.Kind != orchestratorKind.Kind || ref.APIVersion != orchestratorKind.GroupVersion().String() {
+					continue
+				}
+			} else if !metav1.IsControlledBy(obj, gs) {
 				if _, ok := obj.(*corev1.PersistentVolumeClaim); ok {
 					retained[o] = obj.GetName()
 				}
@@ -211,6 +255,33 @@ func (r *GarraServerReconciler) removeStale(ctx context.Context, s *reconcileSta
 		s.removed = append(s.removed, o)
 	}
 	return nil
+}
+
+// memberOf reads from a child's labels which member of gs it belongs to
+// (its ID), whether that member is attached, and whether it is gs's at
+// all: an inline member's objects are in gs's namespace and carry no
+// server namespace label; an attached one's carry gs's namespace.
+func memberOf(gs *garrav1alpha1.GarraServer, obj client.Object) (id string, attached, ours bool) {
+	l := obj.GetLabels()
+	name := l[LabelOrchestrator]
+	switch ns, ok := l[LabelNamespace]; {
+	case ok:
+		return obj.GetNamespace() + "/" + name, true, ns == gs.Namespace
+	default:
+		return name, false, obj.GetNamespace() == gs.Namespace
+	}
+}
+
+// keptOnDetach: a detached Orchestrator's workspace claim and generated
+// token Secret stay until the Orchestrator itself is deleted.
+func keptOnDetach(obj client.Object) bool {
+	switch obj.(type) {
+	case *corev1.PersistentVolumeClaim:
+		return true
+	case *corev1.Secret:
+		return obj.GetName() == attachedTokenSecretName(obj.GetLabels()[LabelOrchestrator])
+	}
+	return false
 }
 
 // objectsOf returns pointers to a typed list's items.
@@ -244,6 +315,10 @@ func kindOf(obj client.Object) string {
 		return "Secret"
 	case *corev1.PersistentVolumeClaim:
 		return "PersistentVolumeClaim"
+	case *rbacv1.Role:
+		return "Role"
+	case *rbacv1.RoleBinding:
+		return "RoleBinding"
 	}
 	return fmt.Sprintf("%T", obj)
 }
@@ -255,13 +330,19 @@ func sortedKeys[K ~string, V any](m map[K]V) []K {
 // deleteOwned deletes the object name of obj's kind in gs's namespace when
 // gs controls it; absent or someone else's, it is left alone.
 func (r *GarraServerReconciler) deleteOwned(ctx context.Context, gs *garrav1alpha1.GarraServer, name string, obj client.Object) error {
-	switch err := r.Get(ctx, client.ObjectKey{Namespace: gs.Namespace, Name: name}, obj); {
+	return r.deleteControlled(ctx, serverPlacement(gs), name, obj)
+}
+
+// deleteControlled deletes the object name of obj's kind in at's namespace
+// when at's owner controls it; absent or someone else's, it is left alone.
+func (r *GarraServerReconciler) deleteControlled(ctx context.Context, at placement, name string, obj client.Object) error {
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: at.Namespace, Name: name}, obj); {
 	case apierrors.IsNotFound(err):
 		return nil
 	case err != nil:
 		return fmt.Errorf("get %T %s: %w", obj, name, err)
 	}
-	if !metav1.IsControlledBy(obj, gs) || obj.GetDeletionTimestamp() != nil {
+	if ref := metav1.GetControllerOfNoCopy(obj); ref == nil || ref.UID != at.Owner.UID || obj.GetDeletionTimestamp() != nil {
 		return nil
 	}
 	uid := obj.GetUID()

@@ -58,7 +58,8 @@ func passOnFake(gs *garrav1alpha1.GarraServer, funcs interceptor.Funcs, configur
 		gs,
 	}
 	c := fake.NewClientBuilder().WithScheme(testScheme).WithObjects(objs...).
-		WithStatusSubresource(&garrav1alpha1.GarraServer{}).WithInterceptorFuncs(funcs).Build()
+		WithStatusSubresource(&garrav1alpha1.GarraServer{}).WithInterceptorFuncs(funcs).
+		WithIndex(&garrav1alpha1.Orchestrator{}, serverRefIndex, serverRefOf).Build()
 	r := &GarraServerReconciler{Client: c, APIReader: c, GarraImage: "garra:t", SandboxImage: "sandbox:t", Rand: bytes.NewReader(bytes.Repeat([]byte{7}, 4096))}
 	if configure != nil {
 		configure(r)

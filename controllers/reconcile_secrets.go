@@ -19,15 +19,15 @@ import (
 func (r *GarraServerReconciler) ensureSecrets(ctx context.Context, s *reconcileState) error {
 	gs := s.gs
 	if gs.Spec.Gateway.APIKeySecretRef == nil {
-		if err := r.ensureSecret(ctx, s, gatewayName(gs), func() (*corev1.Secret, error) {
+		if err := r.ensureSecret(ctx, s, gs.Namespace, gatewayName(gs), func() (*corev1.Secret, error) {
 			return gatewaySecret(gs, r.Rand)
 		}); err != nil {
 			return err
 		}
 	}
-	for _, o := range gs.Spec.Orchestrators {
-		if err := r.ensureSecret(ctx, s, orchSecretName(gs, o.Name), func() (*corev1.Secret, error) {
-			return orchestratorSecret(gs, o.Name, r.Rand)
+	for _, m := range s.members {
+		if err := r.ensureSecret(ctx, s, m.at.Namespace, m.orchSecretName(), func() (*corev1.Secret, error) {
+			return orchestratorSecret(m, r.Rand)
 		}); err != nil {
 			return err
 		}
@@ -35,8 +35,8 @@ func (r *GarraServerReconciler) ensureSecrets(ctx context.Context, s *reconcileS
 	return nil
 }
 
-func (r *GarraServerReconciler) ensureSecret(ctx context.Context, s *reconcileState, name string, build func() (*corev1.Secret, error)) error {
-	key := client.ObjectKey{Namespace: s.gs.Namespace, Name: name}
+func (r *GarraServerReconciler) ensureSecret(ctx context.Context, s *reconcileState, ns, name string, build func() (*corev1.Secret, error)) error {
+	key := client.ObjectKey{Namespace: ns, Name: name}
 	sec := &corev1.Secret{}
 	err := r.Get(ctx, key, sec)
 	if err == nil || !apierrors.IsNotFound(err) {
@@ -49,7 +49,7 @@ func (r *GarraServerReconciler) ensureSecret(ctx context.Context, s *reconcileSt
 	err = r.Create(ctx, sec, client.FieldOwner(FieldOwner))
 	switch {
 	case err == nil:
-		r.event(s.gs, false, garrav1alpha1.EventSecretGenerated, "Create", "generated Secret %s (keys %s)", name, keyList(sec))
+		r.event(s.gs, false, garrav1alpha1.EventSecretGenerated, "Create", "generated Secret %s/%s (keys %s)", ns, name, keyList(sec))
 	case apierrors.IsAlreadyExists(err):
 		// It exists but the cache has not seen it yet: read, never overwrite.
 		sec = &corev1.Secret{}
@@ -67,12 +67,16 @@ func (r *GarraServerReconciler) ensureSecret(ctx context.Context, s *reconcileSt
 // A missing Secret or key is recorded (the status says which), not an
 // error: the pods are still applied and roll when it appears.
 func (r *GarraServerReconciler) readSecrets(ctx context.Context, s *reconcileState) error {
-	for _, ref := range gatewaySecretRefs(s.gs) {
-		if _, ok := s.values[ref.String()]; ok {
+	for _, ref := range gatewaySecretRefs(s.gs, s.members) {
+		if _, ok := s.values[ref.valueKey()]; ok {
 			continue
 		}
+		ns := ref.Namespace
+		if ns == "" {
+			ns = s.gs.Namespace
+		}
 		sec := &corev1.Secret{}
-		err := r.Get(ctx, client.ObjectKey{Namespace: s.gs.Namespace, Name: ref.Secret}, sec)
+		err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Secret}, sec)
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
@@ -80,20 +84,26 @@ func (r *GarraServerReconciler) readSecrets(ctx context.Context, s *reconcileSta
 		default:
 			s.remember(sec)
 		}
-		if _, ok := s.values[ref.String()]; !ok {
+		if _, ok := s.values[ref.valueKey()]; !ok {
 			s.missing = append(s.missing, ref)
 		}
 	}
 	return nil
 }
 
-// remember keeps every key of sec.
+// remember keeps every key of sec, under secretRef.valueKey.
 func (s *reconcileState) remember(sec *corev1.Secret) {
+	ref := secretRef{Secret: sec.Name}
+	if sec.Namespace != s.gs.Namespace {
+		ref.Namespace = sec.Namespace
+	}
 	for k, v := range sec.Data {
-		s.values[sec.Name+"/"+k] = v
+		ref.Key = k
+		s.values[ref.valueKey()] = v
 	}
 	for k, v := range sec.StringData {
-		s.values[sec.Name+"/"+k] = []byte(v)
+		ref.Key = k
+		s.values[ref.valueKey()] = []byte(v)
 	}
 }
 
@@ -129,16 +139,17 @@ func (r *GarraServerReconciler) rotateTokens(ctx context.Context, s *reconcileSt
 	if !ok {
 		return nil
 	}
-	known := map[string]bool{}
-	for _, o := range s.gs.Spec.Orchestrators {
-		known[o.Name] = true
+	known := map[string]member{}
+	for _, m := range inlineMembers(s.gs) {
+		known[m.Name] = m
 	}
 	for _, name := range rotateTokenNames(val) {
-		if !known[name] {
+		m, ok := known[name]
+		if !ok {
 			r.event(s.gs, true, garrav1alpha1.EventTokenRotated, "Rotate", "%s names %q, which is no orchestrator of this GarraServer: ignored", garrav1alpha1.AnnotationRotateToken, name)
 			continue
 		}
-		if err := r.replaceOrchSecret(ctx, s, name); err != nil {
+		if err := r.replaceOrchSecret(ctx, s, m); err != nil {
 			return err
 		}
 	}
@@ -160,12 +171,12 @@ func rotateTokenNames(val string) []string {
 	return out
 }
 
-// replaceOrchSecret deletes o's generated Secret (read around the cache,
+// replaceOrchSecret deletes m's generated Secret (read around the cache,
 // which may lag) and creates it anew.
-func (r *GarraServerReconciler) replaceOrchSecret(ctx context.Context, s *reconcileState, o string) error {
-	name := orchSecretName(s.gs, o)
+func (r *GarraServerReconciler) replaceOrchSecret(ctx context.Context, s *reconcileState, m member) error {
+	name := m.orchSecretName()
 	old := &corev1.Secret{}
-	switch err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.gs.Namespace, Name: name}, old); {
+	switch err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: m.at.Namespace, Name: name}, old); {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return fmt.Errorf("read Secret %s: %w", name, err)
@@ -174,7 +185,7 @@ func (r *GarraServerReconciler) replaceOrchSecret(ctx context.Context, s *reconc
 			return fmt.Errorf("delete Secret %s: %w", name, err)
 		}
 	}
-	sec, err := orchestratorSecret(s.gs, o, r.Rand)
+	sec, err := orchestratorSecret(m, r.Rand)
 	if err != nil {
 		return err
 	}
@@ -183,7 +194,7 @@ func (r *GarraServerReconciler) replaceOrchSecret(ctx context.Context, s *reconc
 	}
 	s.remember(sec)
 	r.event(s.gs, false, garrav1alpha1.EventTokenRotated, "Rotate", "orchestrator %s: new tokens in Secret %s; the previous ones stay valid for %s",
-		o, name, tokenGrace(s.gs))
+		m.ID, name, tokenGrace(s.gs))
 	return nil
 }
 

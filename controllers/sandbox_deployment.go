@@ -12,15 +12,15 @@ import (
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
 )
 
-// SandboxCommand is what o's sandbox container runs; bin is the garra
+// SandboxCommand is what m's sandbox container runs; bin is the garra
 // binary (on PATH in the operator's sandbox image, BinDir's copy in any
 // other). The required tools are a flag, present only when there are
 // some, so that a spec without them keeps the pod it had.
-func SandboxCommand(gs *garrav1alpha1.GarraServer, o garrav1alpha1.OrchestratorSpec, bin string) []string {
+func SandboxCommand(gs *garrav1alpha1.GarraServer, m member, bin string) []string {
 	cmd := []string{bin, "sandbox", "--workspace", WorkspaceDir, "--listen", ":" + strconv.Itoa(SandboxPort),
 		"--token-file", SandboxTokenPath, "--drain-seconds", strconv.Itoa(drainSeconds(gs))}
-	if len(o.Sandbox.RequiredTools) > 0 {
-		cmd = append(cmd, "--required-tools="+strings.Join(o.Sandbox.RequiredTools, ","))
+	if len(m.Sandbox.RequiredTools) > 0 {
+		cmd = append(cmd, "--required-tools="+strings.Join(m.Sandbox.RequiredTools, ","))
 	}
 	return cmd
 }
@@ -60,19 +60,21 @@ type sandboxImages struct {
 // has garra anyway costs one file copy at start and runs the garra that
 // matches the gateway's version, so the rule errs that way rather than
 // asking the user for one more field to get right.
-func resolveSandboxImages(gs *garrav1alpha1.GarraServer, o garrav1alpha1.OrchestratorSpec, defSandbox, defGarra string) sandboxImages {
-	img := sandboxImage(gs, o, defSandbox)
+func resolveSandboxImages(gs *garrav1alpha1.GarraServer, m member, defSandbox, defGarra string) sandboxImages {
+	img := sandboxImage(gs, m, defSandbox)
 	if img == defSandbox {
 		return sandboxImages{Sandbox: img}
 	}
 	return sandboxImages{Sandbox: img, Garra: gatewayImage(gs, defGarra)}
 }
 
-// sandboxDeployment is NAME-sandbox-O: one replica of `garra sandbox` under
-// the restricted Pod Security Standard, with /workspace from o's claim,
-// /tmp an emptyDir, no API token, and as its only secret the lines of its
-// own sandbox token: the key O.sandbox of NAME-gateway-tokens, projected
-// alone (the other keys of that Secret never reach this pod).
+// sandboxDeployment is m's sandbox (NAME-sandbox-O inline): one replica of
+// `garra sandbox` under the restricted Pod Security Standard, with
+// /workspace from m's claim, /tmp an emptyDir, no API token, and as its
+// only secret the lines of its own sandbox token, from a Secret of its own
+// in its own namespace (sandboxTokenSecret): never the gateway's tokens
+// Secret, which holds every orchestrator's, so that a node running this pod
+// is given no other orchestrator's token to read.
 //
 // The token is a file, not a variable, so that a rotation reaches the
 // running server (it re-reads the file) without cutting the agent runs in
@@ -85,8 +87,8 @@ func resolveSandboxImages(gs *garrav1alpha1.GarraServer, o garrav1alpha1.Orchest
 // from there, HOME is an emptyDir of its own and the working directory
 // is the workspace; uid, fsGroup and the security context are the same
 // operator-chosen ones whatever USER the image names.
-func sandboxDeployment(gs *garrav1alpha1.GarraServer, o garrav1alpha1.OrchestratorSpec, img sandboxImages) *appsv1ac.DeploymentApplyConfiguration {
-	lbl := labels(gs, ComponentSandbox, o.Name)
+func sandboxDeployment(gs *garrav1alpha1.GarraServer, m member, img sandboxImages) *appsv1ac.DeploymentApplyConfiguration {
+	lbl := m.labels()
 	byo := img.Garra != ""
 
 	bin, home := "garra", TmpDir
@@ -96,7 +98,7 @@ func sandboxDeployment(gs *garrav1alpha1.GarraServer, o garrav1alpha1.Orchestrat
 	container := corev1ac.Container().
 		WithName(ComponentSandbox).
 		WithImage(img.Sandbox).
-		WithCommand(SandboxCommand(gs, o, bin)...).
+		WithCommand(SandboxCommand(gs, m, bin)...).
 		WithPorts(corev1ac.ContainerPort().WithName(PortName).WithContainerPort(SandboxPort).WithProtocol(corev1.ProtocolTCP)).
 		WithEnv(append([]*corev1ac.EnvVarApplyConfiguration{corev1ac.EnvVar().WithName(EnvHome).WithValue(home)},
 			telemetryEnv(gs, ServiceSandbox)...)...).
@@ -108,24 +110,24 @@ func sandboxDeployment(gs *garrav1alpha1.GarraServer, o garrav1alpha1.Orchestrat
 		WithReadinessProbe(readinessProbe("/readyz", "", SandboxReadinessPeriodSeconds)).
 		WithLivenessProbe(livenessProbe("/healthz", "")).
 		WithSecurityContext(restrictedContainerSecurity())
-	if res := resources(o.Sandbox.Resources); res != nil {
+	if res := resources(m.Sandbox.Resources); res != nil {
 		container.WithResources(res)
 	}
 
 	pod := corev1ac.PodSpec().
-		WithServiceAccountName(sandboxName(gs, o.Name)).
+		WithServiceAccountName(m.sandboxName()).
 		WithAutomountServiceAccountToken(false).
 		WithEnableServiceLinks(false).
 		WithSecurityContext(restrictedPodSecurity()).
 		WithVolumes(
 			corev1ac.Volume().WithName("workspace").WithPersistentVolumeClaim(
-				corev1ac.PersistentVolumeClaimVolumeSource().WithClaimName(workspaceName(gs, o.Name))),
+				corev1ac.PersistentVolumeClaimVolumeSource().WithClaimName(m.workspaceName())),
 			corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
 			corev1ac.Volume().WithName("token").WithProjected(corev1ac.ProjectedVolumeSource().
 				WithDefaultMode(SecretFileMode).
 				WithSources(corev1ac.VolumeProjection().WithSecret(corev1ac.SecretProjection().
-					WithName(tokensName(gs)).
-					WithItems(corev1ac.KeyToPath().WithKey(o.Name+SandboxKeySuffix).WithPath(KeySandboxToken))))),
+					WithName(m.sandboxTokenName()).
+					WithItems(corev1ac.KeyToPath().WithKey(KeySandboxToken).WithPath(KeySandboxToken))))),
 		).
 		WithTerminationGracePeriodSeconds(terminationGrace(gs))
 	if byo {
@@ -147,12 +149,12 @@ func sandboxDeployment(gs *garrav1alpha1.GarraServer, o garrav1alpha1.Orchestrat
 			)
 	}
 	pod.WithContainers(container)
-	placeSandbox(pod, o.Sandbox)
+	placeSandbox(pod, m.Sandbox)
 
 	// No inputs hash: nothing this pod reads only at start comes from a
 	// Secret, so a rotation or a policy change never restarts it.
-	dep := singlePodDeployment(gs, sandboxName(gs, o.Name), lbl, "", pod)
-	if idleTimeout(o) > 0 {
+	dep := singlePodDeployment(m.at, m.sandboxName(), lbl, "", pod)
+	if idleTimeout(m.OrchestratorSettings) > 0 {
 		// Replicas belong to the idle clock (suspendIdle, the gateway's
 		// wake), not to the apply.
 		dep.Spec.Replicas = nil
@@ -165,12 +167,12 @@ func sandboxDeployment(gs *garrav1alpha1.GarraServer, o garrav1alpha1.Orchestrat
 // beside it.
 var binDirLimit = resource.MustParse("256Mi")
 
-// sandboxImage resolves o's image: its own, then spec.sandboxImage, then
+// sandboxImage resolves m's image: its own, then spec.sandboxImage, then
 // the manager's default.
-func sandboxImage(gs *garrav1alpha1.GarraServer, o garrav1alpha1.OrchestratorSpec, def string) string {
+func sandboxImage(gs *garrav1alpha1.GarraServer, m member, def string) string {
 	switch {
-	case o.Sandbox.Image != "":
-		return o.Sandbox.Image
+	case m.Sandbox.Image != "":
+		return m.Sandbox.Image
 	case gs.Spec.SandboxImage != "":
 		return gs.Spec.SandboxImage
 	}

@@ -25,7 +25,7 @@ func TestSandboxDeployment(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.orch, func(t *testing.T) {
 			o := findOrch(t, gs, tc.orch)
-			d := typed[appsv1.Deployment](t, sandboxDeployment(gs, o, resolveSandboxImages(gs, o, tc.defImage, "garra:gw")))
+			d := typed[appsv1.Deployment](t, sandboxDeployment(gs, inlineMember(gs, o), resolveSandboxImages(gs, inlineMember(gs, o), tc.defImage, "garra:gw")))
 			name := "team-a-sandbox-" + tc.orch
 			if d.Name != name || d.Namespace != "agents" {
 				t.Errorf("name = %s/%s", d.Namespace, d.Name)
@@ -72,12 +72,13 @@ func TestSandboxDeployment(t *testing.T) {
 				t.Errorf("ports = %+v", c.Ports)
 			}
 			// No secret in the environment; as its only file, its own
-			// sandbox token lines: no LLM key, no gateway key, no other
-			// orchestrator's token.
+			// sandbox token lines from a Secret of its own: no LLM key, no
+			// gateway key, no other orchestrator's token, and never the
+			// gateway's tokens Secret that holds them all.
 			eqMap(t, "env", envFrom(c), map[string]string{"HOME": "=" + home})
 			eqMap(t, "mounts", mounts(c), wantMounts)
 			files, mode := projectedFiles(pod, "token")
-			eqMap(t, "token files", files, map[string]string{"sandbox-token": "team-a-gateway-tokens/" + tc.orch + ".sandbox"})
+			eqMap(t, "token files", files, map[string]string{"sandbox-token": "team-a-sandbox-" + tc.orch + "/sandbox-token"})
 			if mode != 0o440 {
 				t.Errorf("token mode = %o", mode)
 			}
@@ -169,7 +170,7 @@ func TestResolveSandboxImages(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			gs.Spec.SandboxImage, gs.Spec.Image = tc.specImage, tc.specGarra
-			if got := resolveSandboxImages(gs, tc.o, "sbx:1", "gw:1"); got != tc.want {
+			if got := resolveSandboxImages(gs, inlineMember(gs, tc.o), "sbx:1", "gw:1"); got != tc.want {
 				t.Errorf("got %+v, want %+v", got, tc.want)
 			}
 		})
@@ -179,15 +180,15 @@ func TestResolveSandboxImages(t *testing.T) {
 func TestSandboxImage(t *testing.T) {
 	gs := testServer()
 	o := gs.Spec.Orchestrators[0]
-	if got := sandboxImage(gs, o, "def"); got != "def" {
+	if got := sandboxImage(gs, inlineMember(gs, o), "def"); got != "def" {
 		t.Errorf("default: %q", got)
 	}
 	gs.Spec.SandboxImage = "spec"
-	if got := sandboxImage(gs, o, "def"); got != "spec" {
+	if got := sandboxImage(gs, inlineMember(gs, o), "def"); got != "spec" {
 		t.Errorf("spec.sandboxImage: %q", got)
 	}
 	o.Sandbox.Image = "own"
-	if got := sandboxImage(gs, o, "def"); got != "own" {
+	if got := sandboxImage(gs, inlineMember(gs, o), "def"); got != "own" {
 		t.Errorf("own: %q", got)
 	}
 }
@@ -224,7 +225,7 @@ func TestSandboxPlacement(t *testing.T) {
 			gs := testServer()
 			o := gs.Spec.Orchestrators[0]
 			o.Sandbox = tc.sandbox
-			pod := typed[appsv1.Deployment](t, sandboxDeployment(gs, o, sandboxImages{Sandbox: "img"})).Spec.Template.Spec
+			pod := typed[appsv1.Deployment](t, sandboxDeployment(gs, inlineMember(gs, o), sandboxImages{Sandbox: "img"})).Spec.Template.Spec
 			if !reflect.DeepEqual(pod.RuntimeClassName, tc.want.RuntimeClassName) {
 				t.Errorf("runtimeClassName = %v, want %v", pod.RuntimeClassName, tc.want.RuntimeClassName)
 			}
@@ -243,12 +244,12 @@ func TestSandboxPlacement(t *testing.T) {
 func TestSandboxRequiredTools(t *testing.T) {
 	gs := testServer()
 	o := gs.Spec.Orchestrators[0]
-	base := SandboxCommand(gs, o, "garra")
+	base := SandboxCommand(gs, inlineMember(gs, o), "garra")
 	if slices.ContainsFunc(base, func(a string) bool { return strings.HasPrefix(a, "--required-tools") }) {
 		t.Errorf("no required tools, yet %v", base)
 	}
 	o.Sandbox.RequiredTools = []string{"go", "node", "make"}
-	c := typed[appsv1.Deployment](t, sandboxDeployment(gs, o, sandboxImages{Sandbox: "img"})).Spec.Template.Spec.Containers[0]
+	c := typed[appsv1.Deployment](t, sandboxDeployment(gs, inlineMember(gs, o), sandboxImages{Sandbox: "img"})).Spec.Template.Spec.Containers[0]
 	if want := append(slices.Clone(base), "--required-tools=go,node,make"); !slices.Equal(c.Command, want) {
 		t.Errorf("command = %v, want %v", c.Command, want)
 	}

@@ -31,19 +31,24 @@ const AnnotationLastCall = sandboxz.AnnotationLastCall
 const EventSandboxSuspended = "SandboxSuspended"
 
 // idleTimeout is o's sandbox.idleTimeout; 0 means always running.
-func idleTimeout(o garrav1alpha1.OrchestratorSpec) time.Duration {
+func idleTimeout(o garrav1alpha1.OrchestratorSettings) time.Duration {
 	if o.Sandbox.IdleTimeout == nil {
 		return 0
 	}
 	return o.Sandbox.IdleTimeout.Duration
 }
 
-// idleSandboxes are the names of the Deployments the gateway may wake.
-func idleSandboxes(gs *garrav1alpha1.GarraServer) []string {
+// idle: m's sandbox is suspended when unused.
+func idle(m member) bool { return idleTimeout(m.OrchestratorSettings) > 0 }
+
+// idleSandboxes are the names of the Deployments in the server's own
+// namespace the gateway may wake (the wake Role's); an attached member's
+// elsewhere has a Role of its own (memberWakeRole).
+func idleSandboxes(gs *garrav1alpha1.GarraServer, ms []member) []string {
 	var out []string
-	for _, o := range gs.Spec.Orchestrators {
-		if idleTimeout(o) > 0 {
-			out = append(out, sandboxName(gs, o.Name))
+	for _, m := range ms {
+		if idle(m) && m.at.Namespace == gs.Namespace {
+			out = append(out, m.sandboxName())
 		}
 	}
 	return out
@@ -102,10 +107,55 @@ func wakeRoleBinding(gs *garrav1alpha1.GarraServer) *rbacv1ac.RoleBindingApplyCo
 		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(gatewayName(gs)).WithNamespace(gs.Namespace))
 }
 
+// memberWakeRoleName is the Role that lets the gateway wake m's sandbox
+// when m lives outside the server's namespace.
+func memberWakeRoleName(m member) string { return m.sandboxName() + "-wake" }
+
+// memberWakeRole and memberWakeRoleBinding let the server's gateway read
+// and patch m's sandbox Deployment, in m's namespace, owned by m's owner:
+// a team's namespace grants the gateway exactly its own sandbox.
+func memberWakeRole(m member) *rbacv1ac.RoleApplyConfiguration {
+	return rbacv1ac.Role(memberWakeRoleName(m), m.at.Namespace).
+		WithLabels(m.labels()).
+		WithOwnerReferences(m.at.ownerRefs()...).
+		WithRules(rbacv1ac.PolicyRule().WithAPIGroups("apps").WithResources("deployments").
+			WithResourceNames(m.sandboxName()).WithVerbs("get", "patch"))
+}
+
+func memberWakeRoleBinding(m member) *rbacv1ac.RoleBindingApplyConfiguration {
+	return rbacv1ac.RoleBinding(memberWakeRoleName(m), m.at.Namespace).
+		WithLabels(m.labels()).
+		WithOwnerReferences(m.at.ownerRefs()...).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(memberWakeRoleName(m))).
+		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(gatewayName(m.gs)).WithNamespace(m.gs.Namespace))
+}
+
+// applyMemberWakeRole gives the gateway the wake Role of an idle-enabled
+// member outside the server's namespace, and removes it when the member
+// stops idling.
+func (r *GarraServerReconciler) applyMemberWakeRole(ctx context.Context, m member) error {
+	if m.at.Namespace == m.gs.Namespace {
+		return nil // the server's own wake Role covers it
+	}
+	if !idle(m) {
+		for _, o := range []client.Object{&rbacv1.RoleBinding{}, &rbacv1.Role{}} {
+			if err := r.deleteControlled(ctx, m.at, memberWakeRoleName(m), o); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if _, err := applyIfChanged(ctx, r.Client, memberWakeRole(m), &rbacv1.Role{}, rbacv1ac.ExtractRole); err != nil {
+		return err
+	}
+	_, err := applyIfChanged(ctx, r.Client, memberWakeRoleBinding(m), &rbacv1.RoleBinding{}, rbacv1ac.ExtractRoleBinding)
+	return err
+}
+
 // applyWakeRole keeps the wake Role in step with the idle-enabled
 // sandboxes, and removes it (and its binding) when there are none.
-func (r *GarraServerReconciler) applyWakeRole(ctx context.Context, gs *garrav1alpha1.GarraServer) error {
-	names := idleSandboxes(gs)
+func (r *GarraServerReconciler) applyWakeRole(ctx context.Context, gs *garrav1alpha1.GarraServer, ms []member) error {
+	names := idleSandboxes(gs, ms)
 	if len(names) == 0 {
 		// Deleted only when there: a pass that finds nothing to do writes
 		// nothing.
@@ -135,12 +185,12 @@ func (r *GarraServerReconciler) applyWakeRole(ctx context.Context, gs *garrav1al
 func (r *GarraServerReconciler) suspendIdle(ctx context.Context, s *reconcileState) error {
 	gs := s.gs
 	now := r.now()
-	for _, o := range gs.Spec.Orchestrators {
-		idle := idleTimeout(o)
+	for _, m := range s.members {
+		idle := idleTimeout(m.OrchestratorSettings)
 		if idle == 0 {
 			continue
 		}
-		d, err := r.deployment(ctx, gs.Namespace, sandboxName(gs, o.Name))
+		d, err := r.deployment(ctx, m.at.Namespace, m.sandboxName())
 		if err != nil || d == nil || suspended(d) {
 			if err != nil {
 				return err
@@ -166,7 +216,7 @@ func (r *GarraServerReconciler) suspendIdle(ctx context.Context, s *reconcileSta
 			}
 			return fmt.Errorf("suspend sandbox %s: %w", d.Name, err)
 		}
-		r.event(gs, false, EventSandboxSuspended, "Scale", "sandbox %s scaled to zero after %s without a call; the next call of %s wakes it", d.Name, idle, o.Name)
+		r.event(gs, false, EventSandboxSuspended, "Scale", "sandbox %s scaled to zero after %s without a call; the next call of %s wakes it", d.Name, idle, m.ID)
 	}
 	return nil
 }

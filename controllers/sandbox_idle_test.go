@@ -61,16 +61,16 @@ func TestIdleSandboxRendering(t *testing.T) {
 	gs.Spec.Orchestrators[0].Sandbox.IdleTimeout = &metav1.Duration{Duration: 15 * time.Minute}
 	idleName := sandboxName(gs, gs.Spec.Orchestrators[0].Name)
 
-	dep := sandboxDeployment(gs, gs.Spec.Orchestrators[0], sandboxImages{Sandbox: "sbx:1"})
+	dep := sandboxDeployment(gs, inlineMember(gs, gs.Spec.Orchestrators[0]), sandboxImages{Sandbox: "sbx:1"})
 	if dep.Spec.Replicas != nil {
 		t.Errorf("idle sandbox apply sets replicas %d", *dep.Spec.Replicas)
 	}
-	dep = sandboxDeployment(gs, gs.Spec.Orchestrators[1], sandboxImages{Sandbox: "sbx:1"})
+	dep = sandboxDeployment(gs, inlineMember(gs, gs.Spec.Orchestrators[1]), sandboxImages{Sandbox: "sbx:1"})
 	if dep.Spec.Replicas == nil || *dep.Spec.Replicas != 1 {
 		t.Errorf("always-on sandbox replicas %v, want 1", dep.Spec.Replicas)
 	}
 
-	c := RenderConfig(gs)
+	c := RenderConfig(gs, inlineMembers(gs))
 	if w := c.Gateway.MCPHTTP.Orchestrators[0].Sandbox.Wake; w == nil || w.Deployment != idleName || w.Namespace != gs.Namespace {
 		t.Errorf("wake = %+v", w)
 	}
@@ -78,12 +78,12 @@ func TestIdleSandboxRendering(t *testing.T) {
 		t.Errorf("always-on sandbox has wake %+v", w)
 	}
 
-	gw := typed[appsv1.Deployment](t, gatewayDeployment(gs, "garra:test", ""))
+	gw := typed[appsv1.Deployment](t, gatewayDeployment(gs, inlineMembers(gs), "garra:test", ""))
 	if a := gw.Spec.Template.Spec.AutomountServiceAccountToken; a == nil || !*a {
 		t.Error("the gateway cannot wake a sandbox without its API credential")
 	}
 
-	role := wakeRole(gs, idleSandboxes(gs))
+	role := wakeRole(gs, idleSandboxes(gs, inlineMembers(gs)))
 	if len(role.Rules) != 1 || len(role.Rules[0].ResourceNames) != 1 || role.Rules[0].ResourceNames[0] != idleName {
 		t.Errorf("wake role rules %+v", role.Rules)
 	}
@@ -119,7 +119,7 @@ func TestSuspendIdleKeepsASandboxMarkedMeanwhile(t *testing.T) {
 		}}
 		base := fake.NewClientBuilder().WithScheme(testScheme).WithObjects(dep).WithInterceptorFuncs(funcs).Build()
 		r := &GarraServerReconciler{Client: base, APIReader: base, Now: func() time.Time { return now }}
-		s := &reconcileState{gs: gs}
+		s := &reconcileState{gs: gs, members: inlineMembers(gs)}
 		if err := r.suspendIdle(context.Background(), s); err != nil {
 			t.Fatalf("marked %v: %v", marked, err)
 		}

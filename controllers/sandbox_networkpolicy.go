@@ -10,6 +10,10 @@ import (
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
 )
 
+// namespaceNameLabel is the label the API server puts on every namespace,
+// its name: how a NetworkPolicy peer names one namespace.
+const namespaceNameLabel = "kubernetes.io/metadata.name"
+
 // PublicIPv4 is what egress "internet" allows, minus NonPublicIPv4.
 const PublicIPv4 = "0.0.0.0/0"
 
@@ -18,8 +22,10 @@ const PublicIPv4 = "0.0.0.0/0"
 // carrier-grade NAT.
 var NonPublicIPv4 = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10"}
 
-// sandboxNetworkPolicy is NAME-sandbox-O. Ingress: only this GarraServer's
-// gateway pods, on 8080. Egress per o.sandbox.egress:
+// sandboxNetworkPolicy is m's (NAME-sandbox-O inline). Ingress: only this
+// GarraServer's gateway pods, on 8080; for an attached member, in another
+// namespace, the peer names the server's namespace too (a pod selector
+// alone selects in the policy's own). Egress per sandbox.egress:
 //
 //   - none (default): nothing at all, DNS included. The sandbox only
 //     answers the gateway (replies to admitted connections are not egress),
@@ -27,31 +33,35 @@ var NonPublicIPv4 = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "1
 //     also closes DNS as an exfiltration channel.
 //   - internet: public IPv4 (NonPublicIPv4 excluded) plus DNS (UDP and TCP
 //     53) to kube-dns in kube-system.
-func sandboxNetworkPolicy(gs *garrav1alpha1.GarraServer, o garrav1alpha1.OrchestratorSpec) *networkingv1ac.NetworkPolicyApplyConfiguration {
+func sandboxNetworkPolicy(m member) *networkingv1ac.NetworkPolicyApplyConfiguration {
 	tcp, udp := corev1.ProtocolTCP, corev1.ProtocolUDP
+	gateway := networkingv1ac.NetworkPolicyPeer().
+		WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(labels(m.gs, ComponentGateway, "")))
+	if m.attached {
+		gateway.WithNamespaceSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{namespaceNameLabel: m.gs.Namespace}))
+	}
 	spec := networkingv1ac.NetworkPolicySpec().
-		WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(labels(gs, ComponentSandbox, o.Name))).
+		WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(m.labels())).
 		WithPolicyTypes(networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress).
 		WithIngress(networkingv1ac.NetworkPolicyIngressRule().
-			WithFrom(networkingv1ac.NetworkPolicyPeer().
-				WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(labels(gs, ComponentGateway, "")))).
+			WithFrom(gateway).
 			WithPorts(networkingv1ac.NetworkPolicyPort().WithProtocol(tcp).WithPort(intstr.FromInt32(SandboxPort))))
-	if o.Sandbox.Egress == garrav1alpha1.EgressInternet {
+	if m.Sandbox.Egress == garrav1alpha1.EgressInternet {
 		spec.WithEgress(
 			networkingv1ac.NetworkPolicyEgressRule().
 				WithTo(networkingv1ac.NetworkPolicyPeer().
 					WithIPBlock(networkingv1ac.IPBlock().WithCIDR(PublicIPv4).WithExcept(NonPublicIPv4...))),
 			networkingv1ac.NetworkPolicyEgressRule().
 				WithTo(networkingv1ac.NetworkPolicyPeer().
-					WithNamespaceSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{"kubernetes.io/metadata.name": "kube-system"})).
+					WithNamespaceSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{namespaceNameLabel: "kube-system"})).
 					WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{"k8s-app": "kube-dns"}))).
 				WithPorts(
 					networkingv1ac.NetworkPolicyPort().WithProtocol(udp).WithPort(intstr.FromInt32(53)),
 					networkingv1ac.NetworkPolicyPort().WithProtocol(tcp).WithPort(intstr.FromInt32(53))),
 		)
 	}
-	return networkingv1ac.NetworkPolicy(sandboxName(gs, o.Name), gs.Namespace).
-		WithLabels(labels(gs, ComponentSandbox, o.Name)).
-		WithOwnerReferences(ownerRefs(gs)...).
+	return networkingv1ac.NetworkPolicy(m.sandboxName(), m.at.Namespace).
+		WithLabels(m.labels()).
+		WithOwnerReferences(m.at.ownerRefs()...).
 		WithSpec(spec)
 }

@@ -19,7 +19,7 @@ func TestSandboxNetworkPolicy(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.orch, func(t *testing.T) {
-			np := typed[networkingv1.NetworkPolicy](t, sandboxNetworkPolicy(gs, findOrch(t, gs, tc.orch)))
+			np := typed[networkingv1.NetworkPolicy](t, sandboxNetworkPolicy(inlineMember(gs, findOrch(t, gs, tc.orch))))
 			if np.Name != "team-a-sandbox-"+tc.orch || np.Namespace != "agents" {
 				t.Errorf("name = %s/%s", np.Namespace, np.Name)
 			}

@@ -22,7 +22,7 @@ func oneSandbox(ns string, sb garrav1alpha1.SandboxSpec, more ...garrav1alpha1.O
 		ObjectMeta: metav1.ObjectMeta{Name: "team-a", Namespace: ns},
 		Spec: garrav1alpha1.GarraServerSpec{
 			LLM: garrav1alpha1.LLMSpec{Provider: "ollama"},
-			Orchestrators: append([]garrav1alpha1.OrchestratorSpec{{Name: "box", Tools: []garrav1alpha1.Tool{"agent"}, Sandbox: sb}},
+			Orchestrators: append([]garrav1alpha1.OrchestratorSpec{{Name: "box", OrchestratorSettings: garrav1alpha1.OrchestratorSettings{Tools: []garrav1alpha1.Tool{"agent"}, Sandbox: sb}}},
 				more...),
 		},
 	}
@@ -119,7 +119,7 @@ var _ = Describe("Sandbox pod settings", func() {
 	It("runs garra in an image of the user's through an init container, and the pod passes restricted Pod Security admission", func() {
 		ns := restrictedNamespace()
 		oneSandbox(ns, garrav1alpha1.SandboxSpec{Image: "golang:1.26-bookworm"},
-			garrav1alpha1.OrchestratorSpec{Name: "plain", Tools: []garrav1alpha1.Tool{"agent"}})
+			garrav1alpha1.OrchestratorSpec{Name: "plain", OrchestratorSettings: garrav1alpha1.OrchestratorSettings{Tools: []garrav1alpha1.Tool{"agent"}}})
 		own, plain := sandboxTemplate(ns, "box"), sandboxTemplate(ns, "plain")
 
 		By("the user's image runs the copied garra; the operator's image runs its own")

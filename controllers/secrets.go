@@ -31,7 +31,7 @@ func newCredential(rand io.Reader) (string, error) {
 // generatedSecret is a Secret of fresh credentials, one per key. It is
 // created once and immutable: the API server itself refuses to rewrite it,
 // and the controller never updates it (a deleted one is generated anew).
-func generatedSecret(gs *garrav1alpha1.GarraServer, name, component, orch string, rand io.Reader, keys ...string) (*corev1.Secret, error) {
+func generatedSecret(at placement, name string, lbl map[string]string, rand io.Reader, keys ...string) (*corev1.Secret, error) {
 	data := make(map[string][]byte, len(keys))
 	for _, k := range keys {
 		v, err := newCredential(rand)
@@ -43,9 +43,9 @@ func generatedSecret(gs *garrav1alpha1.GarraServer, name, component, orch string
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            name,
-			Namespace:       gs.Namespace,
-			Labels:          labels(gs, component, orch),
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(gs, serverKind)},
+			Namespace:       at.Namespace,
+			Labels:          lbl,
+			OwnerReferences: []metav1.OwnerReference{at.Owner},
 		},
 		Immutable: ptr.To(true),
 		Type:      corev1.SecretTypeOpaque,
@@ -57,28 +57,50 @@ func generatedSecret(gs *garrav1alpha1.GarraServer, name, component, orch string
 type secretRef struct {
 	Secret, Key string
 	Field       string // the spec field or generated object it comes from
+	// Namespace is set for a Secret outside the server's namespace (an
+	// attached Orchestrator's), "" in the server's.
+	Namespace string
 }
 
+// String is how messages and the inputs hash name the key.
 func (r secretRef) String() string { return r.Secret + "/" + r.Key }
+
+// valueKey is where reconcileState.values holds the key's value: two teams
+// may each have a Secret of the same name.
+func (r secretRef) valueKey() string {
+	if r.Namespace == "" {
+		return r.String()
+	}
+	return r.Namespace + "/" + r.String()
+}
 
 // gatewayAPIKeyRef is where the gateway's owner key comes from.
 func gatewayAPIKeyRef(gs *garrav1alpha1.GarraServer) secretRef {
 	if ref := gs.Spec.Gateway.APIKeySecretRef; ref != nil {
-		return secretRef{ref.Name, ref.Key, "spec.gateway.apiKeySecretRef"}
+		return secretRef{Secret: ref.Name, Key: ref.Key, Field: "spec.gateway.apiKeySecretRef"}
 	}
-	return secretRef{gatewayName(gs), KeyAPIKey, "generated"}
+	return secretRef{Secret: gatewayName(gs), Key: KeyAPIKey, Field: "generated"}
 }
 
-// orchTokenRef is where orchestrator o's bearer token comes from.
-func orchTokenRef(gs *garrav1alpha1.GarraServer, o garrav1alpha1.OrchestratorSpec) secretRef {
-	if ref := o.TokenSecretRef; ref != nil {
-		return secretRef{ref.Name, ref.Key, "spec.orchestrators[" + o.Name + "].tokenSecretRef"}
+// orchTokenRef is where m's bearer token comes from, in m's namespace.
+func orchTokenRef(m member) secretRef {
+	if ref := m.TokenSecretRef; ref != nil {
+		return m.secretRef(ref.Name, ref.Key, m.Field+".tokenSecretRef")
 	}
-	return secretRef{orchSecretName(gs, o.Name), KeyToken, "generated"}
+	return m.secretRef(m.orchSecretName(), KeyToken, "generated")
 }
 
-func sandboxTokenRef(gs *garrav1alpha1.GarraServer, o string) secretRef {
-	return secretRef{orchSecretName(gs, o), KeySandboxToken, "generated"}
+func sandboxTokenRef(m member) secretRef {
+	return m.secretRef(m.orchSecretName(), KeySandboxToken, "generated")
+}
+
+// secretRef is a key of a Secret in m's namespace.
+func (m member) secretRef(secret, key, field string) secretRef {
+	r := secretRef{Secret: secret, Key: key, Field: field}
+	if m.at.Namespace != m.gs.Namespace {
+		r.Namespace = m.at.Namespace
+	}
+	return r
 }
 
 // envRef is a pod variable read from a Secret key.
@@ -94,17 +116,17 @@ type envRef struct {
 func gatewayEnvRefs(gs *garrav1alpha1.GarraServer) []envRef {
 	var refs []envRef
 	if ref := gs.Spec.LLM.APIKeySecretRef; ref != nil {
-		refs = append(refs, envRef{EnvLLMAPIKey, secretRef{ref.Name, ref.Key, "spec.llm.apiKeySecretRef"}})
+		refs = append(refs, envRef{EnvLLMAPIKey, secretRef{Secret: ref.Name, Key: ref.Key, Field: "spec.llm.apiKeySecretRef"}})
 	}
 	if ws := gs.Spec.Gateway.WebSearch; ws != nil {
-		refs = append(refs, envRef{config.EnvBraveAPIKey, secretRef{ws.APIKeySecretRef.Name, ws.APIKeySecretRef.Key, "spec.gateway.webSearch.apiKeySecretRef"}})
+		refs = append(refs, envRef{config.EnvBraveAPIKey, secretRef{Secret: ws.APIKeySecretRef.Name, Key: ws.APIKeySecretRef.Key, Field: "spec.gateway.webSearch.apiKeySecretRef"}})
 	}
 	if ch := gs.Spec.Channels; ch != nil && ch.Telegram != nil && ch.Telegram.BotTokenSecretRef != nil {
 		ref := ch.Telegram.BotTokenSecretRef
-		refs = append(refs, envRef{EnvTelegramToken, secretRef{ref.Name, ref.Key, "spec.channels.telegram.botTokenSecretRef"}})
+		refs = append(refs, envRef{EnvTelegramToken, secretRef{Secret: ref.Name, Key: ref.Key, Field: "spec.channels.telegram.botTokenSecretRef"}})
 	}
 	if ref := gs.Spec.Gateway.Store.DSNSecretRef; ref != nil && sharedStore(gs) {
-		refs = append(refs, envRef{EnvStoreDSN, secretRef{ref.Name, ref.Key, "spec.gateway.store.dsnSecretRef"}})
+		refs = append(refs, envRef{EnvStoreDSN, secretRef{Secret: ref.Name, Key: ref.Key, Field: "spec.gateway.store.dsnSecretRef"}})
 	}
 	return refs
 }
@@ -123,23 +145,30 @@ func gatewayPodRefs(gs *garrav1alpha1.GarraServer) []secretRef {
 }
 
 // gatewaySecretRefs is every Secret key the gateway reads, directly or
-// through NAME-gateway-tokens: what must exist for it to serve everyone.
-func gatewaySecretRefs(gs *garrav1alpha1.GarraServer) []secretRef {
+// through NAME-gateway-tokens: what must exist for it to serve everyone of
+// ms.
+func gatewaySecretRefs(gs *garrav1alpha1.GarraServer, ms []member) []secretRef {
 	refs := gatewayPodRefs(gs)
-	for _, o := range gs.Spec.Orchestrators {
-		if usesToken(o) {
-			refs = append(refs, orchTokenRef(gs, o))
-		}
-		refs = append(refs, sandboxTokenRef(gs, o.Name))
+	for _, m := range ms {
+		refs = append(refs, memberSecretRefs(m)...)
 	}
 	return refs
+}
+
+// memberSecretRefs are the keys of m's tokens.
+func memberSecretRefs(m member) []secretRef {
+	var refs []secretRef
+	if usesToken(m.OrchestratorSettings) {
+		refs = append(refs, orchTokenRef(m))
+	}
+	return append(refs, sandboxTokenRef(m))
 }
 
 // ReferencedSecretNames are the Secrets gs names in its spec (not the
 // generated ones), for the watch index.
 func ReferencedSecretNames(gs *garrav1alpha1.GarraServer) []string {
 	seen := map[string]bool{}
-	for _, ref := range gatewaySecretRefs(gs) {
+	for _, ref := range gatewaySecretRefs(gs, inlineMembers(gs)) {
 		if ref.Field != "generated" {
 			seen[ref.Secret] = true
 		}
@@ -159,7 +188,7 @@ func ReferencedSecretNames(gs *garrav1alpha1.GarraServer) []string {
 func inputsHash(refs []secretRef, values map[string][]byte) string {
 	h := sha256.New()
 	for _, r := range refs {
-		v, ok := values[r.String()]
+		v, ok := values[r.valueKey()]
 		if !ok {
 			_, _ = fmt.Fprintf(h, "secret %s missing\n", r)
 			continue

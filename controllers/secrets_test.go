@@ -23,7 +23,9 @@ func TestGeneratedSecrets(t *testing.T) {
 	}{
 		{"gateway", func() (*corev1.Secret, error) { return gatewaySecret(gs, rand.Reader) },
 			"team-a-gateway", gatewayLabels(), []string{"api-key"}},
-		{"orchestrator", func() (*corev1.Secret, error) { return orchestratorSecret(gs, "badgood", rand.Reader) },
+		{"orchestrator", func() (*corev1.Secret, error) {
+			return orchestratorSecret(inlineMember(gs, gs.Spec.Orchestrators[0]), rand.Reader)
+		},
 			"team-a-orch-badgood", sandboxLabels("badgood"), []string{"sandbox-token", "token"}},
 	}
 	for _, tc := range tests {
@@ -130,14 +132,14 @@ func TestGatewaySecretRefs(t *testing.T) {
 				t.Errorf("gatewayPodRefs = %v, want the owner key then the variables %v", pod, all)
 			}
 			for _, o := range gs.Spec.Orchestrators {
-				files[o.Name] = orchTokenRef(gs, o).String()
-				files[o.Name+".sandbox"] = sandboxTokenRef(gs, o.Name).String()
+				files[o.Name] = orchTokenRef(inlineMember(gs, o)).String()
+				files[o.Name+".sandbox"] = sandboxTokenRef(inlineMember(gs, o)).String()
 				all = append(all, files[o.Name], files[o.Name+".sandbox"])
 			}
 			eqMap(t, "file refs", files, tc.files)
 			eqMap(t, "env refs", envs, tc.envs)
 			var got []string
-			for _, r := range gatewaySecretRefs(gs) {
+			for _, r := range gatewaySecretRefs(gs, inlineMembers(gs)) {
 				got = append(got, r.String())
 			}
 			if !slices.Equal(got, all) {
@@ -156,7 +158,7 @@ func TestGatewaySecretRefs(t *testing.T) {
 }
 
 func TestInputsHash(t *testing.T) {
-	refs := []secretRef{{"a", "k", ""}, {"b", "k", ""}}
+	refs := []secretRef{{Secret: "a", Key: "k", Field: ""}, {Secret: "b", Key: "k", Field: ""}}
 	base := inputsHash(refs, map[string][]byte{"a/k": []byte("1"), "b/k": []byte("2")})
 	for name, h := range map[string]string{
 		"secret changed":  inputsHash(refs, map[string][]byte{"a/k": []byte("1"), "b/k": []byte("3")}),

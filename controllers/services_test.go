@@ -16,7 +16,7 @@ func TestServices(t *testing.T) {
 		wantPort   int32
 	}{
 		{"gateway", typed[corev1.Service](t, gatewayService(gs)), "team-a-gateway", gatewayLabels(), 3888},
-		{"sandbox", typed[corev1.Service](t, sandboxService(gs, "badgood")), "team-a-sandbox-badgood", sandboxLabels("badgood"), 8080},
+		{"sandbox", typed[corev1.Service](t, sandboxService(inlineMember(gs, gs.Spec.Orchestrators[0]))), "team-a-sandbox-badgood", sandboxLabels("badgood"), 8080},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -38,7 +38,7 @@ func TestServices(t *testing.T) {
 }
 
 func TestSandboxServiceAccount(t *testing.T) {
-	sa := typed[corev1.ServiceAccount](t, sandboxServiceAccount(testServer(), "badgood"))
+	sa := typed[corev1.ServiceAccount](t, sandboxServiceAccount(inlineMembers(testServer())[0]))
 	if sa.Name != "team-a-sandbox-badgood" || sa.Namespace != "agents" {
 		t.Errorf("name = %s/%s", sa.Namespace, sa.Name)
 	}

@@ -123,20 +123,41 @@ func Setup(mgr ctrl.Manager, images Images, opts ...Option) error {
 	for _, o := range opts {
 		o(r)
 	}
-	return r.SetupWithManager(mgr)
+	if err := r.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return (&OrchestratorReconciler{Client: mgr.GetClient(), SandboxImage: images.Sandbox, WatchNamespaces: r.WatchNamespaces}).
+		SetupWithManager(mgr)
 }
 
 // SetupWithManager registers the controller: it watches GarraServers, the
 // children it controls, the Secrets a spec names (to roll pods when they
-// change) and the workspace claims (a retained one has no owner reference).
+// change), the workspace claims (a retained one has no owner reference),
+// the Orchestrators that name a server, the objects of the attached ones
+// (owned by their Orchestrator, found by label) and, cluster-wide, the
+// Namespaces whose labels a Selector rule reads.
 func (r *GarraServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &garrav1alpha1.GarraServer{}, secretRefIndex,
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(context.Background(), &garrav1alpha1.GarraServer{}, secretRefIndex,
 		func(o client.Object) []string { return ReferencedSecretNames(o.(*garrav1alpha1.GarraServer)) }); err != nil {
+		return err
+	}
+	if err := idx.IndexField(context.Background(), &garrav1alpha1.Orchestrator{}, serverRefIndex, serverRefOf); err != nil {
+		return err
+	}
+	if err := idx.IndexField(context.Background(), &garrav1alpha1.Orchestrator{}, secretRefIndex, orchestratorSecretRefs); err != nil {
 		return err
 	}
 	b := ctrl.NewControllerManagedBy(mgr)
 	if r.ServiceMonitors {
 		b = b.Owns(newServiceMonitor())
+	}
+	if len(r.WatchNamespaces) == 0 {
+		b = b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceToServers))
+	}
+	for _, attached := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &corev1.ServiceAccount{},
+		&networkingv1.NetworkPolicy{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}} {
+		b = b.Watches(attached, handler.EnqueueRequestsFromMapFunc(byServerLabel))
 	}
 	return b.
 		Named(ControllerName).
@@ -151,7 +172,86 @@ func (r *GarraServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&rbacv1.RoleBinding{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretToServers)).
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(byInstanceLabel)).
+		Watches(&garrav1alpha1.Orchestrator{}, handler.EnqueueRequestsFromMapFunc(orchestratorToServer)).
 		Complete(r)
+}
+
+// SetupWithManager registers the Orchestrator status controller: it
+// watches Orchestrators, their servers (a rule or inline entry changed),
+// their namespaces (labels changed) and their sandbox Deployments.
+func (r *OrchestratorReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(OrchestratorControllerName).
+		For(&garrav1alpha1.Orchestrator{}).
+		Owns(&appsv1.Deployment{}).
+		Watches(&garrav1alpha1.GarraServer{}, handler.EnqueueRequestsFromMapFunc(r.serverToOrchestrators))
+	if len(r.WatchNamespaces) == 0 {
+		b = b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceToOrchestrators))
+	}
+	return b.Complete(r)
+}
+
+// serverToOrchestrators maps a GarraServer to the Orchestrators naming it.
+func (r *OrchestratorReconciler) serverToOrchestrators(ctx context.Context, o client.Object) []reconcile.Request {
+	var list garrav1alpha1.OrchestratorList
+	if err := r.List(ctx, &list, client.MatchingFields{serverRefIndex: client.ObjectKeyFromObject(o).String()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list Orchestrators naming a GarraServer", "server", client.ObjectKeyFromObject(o))
+		return nil
+	}
+	return requestsFor(list.Items)
+}
+
+// namespaceToOrchestrators maps a Namespace to the Orchestrators in it.
+func (r *OrchestratorReconciler) namespaceToOrchestrators(ctx context.Context, o client.Object) []reconcile.Request {
+	var list garrav1alpha1.OrchestratorList
+	if err := r.List(ctx, &list, client.InNamespace(o.GetName())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list Orchestrators of a namespace", "namespace", o.GetName())
+		return nil
+	}
+	return requestsFor(list.Items)
+}
+
+func requestsFor(items []garrav1alpha1.Orchestrator) []reconcile.Request {
+	reqs := make([]reconcile.Request, 0, len(items))
+	for i := range items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&items[i])})
+	}
+	return reqs
+}
+
+// namespaceToServers maps a Namespace to the servers its Orchestrators
+// name, whose accepted set its labels may change.
+func (r *GarraServerReconciler) namespaceToServers(ctx context.Context, o client.Object) []reconcile.Request {
+	var list garrav1alpha1.OrchestratorList
+	if err := r.List(ctx, &list, client.InNamespace(o.GetName())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list Orchestrators of a namespace", "namespace", o.GetName())
+		return nil
+	}
+	seen := map[client.ObjectKey]bool{}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if k := serverKey(&list.Items[i]); !seen[k] {
+			seen[k] = true
+			reqs = append(reqs, reconcile.Request{NamespacedName: k})
+		}
+	}
+	return reqs
+}
+
+// orchestratorToServer maps an Orchestrator to the server it names.
+func orchestratorToServer(_ context.Context, o client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: serverKey(o.(*garrav1alpha1.Orchestrator))}}
+}
+
+// byServerLabel maps an attached Orchestrator's object to its server,
+// named by its labels; other objects map to nothing here.
+func byServerLabel(_ context.Context, o client.Object) []reconcile.Request {
+	l := o.GetLabels()
+	ns, ok := l[LabelNamespace]
+	if !ok || l[LabelName] != AppName || l[LabelInstance] == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: l[LabelInstance]}}}
 }
 
 // secretToServers maps a Secret to the GarraServer that controls it and to
@@ -161,6 +261,7 @@ func (r *GarraServerReconciler) secretToServers(ctx context.Context, o client.Ob
 	if ref := ctrlOwner(o); ref != "" {
 		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref}})
 	}
+	reqs = append(reqs, byServerLabel(ctx, o)...)
 	var list garrav1alpha1.GarraServerList
 	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{secretRefIndex: o.GetName()}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "list GarraServers naming a Secret", "secret", o.GetName())
@@ -169,14 +270,26 @@ func (r *GarraServerReconciler) secretToServers(ctx context.Context, o client.Ob
 	for _, gs := range list.Items {
 		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: gs.Namespace, Name: gs.Name}})
 	}
+	var orchs garrav1alpha1.OrchestratorList
+	if err := r.List(ctx, &orchs, client.InNamespace(o.GetNamespace()), client.MatchingFields{secretRefIndex: o.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list Orchestrators naming a Secret", "secret", o.GetName())
+		return reqs
+	}
+	for i := range orchs.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: serverKey(&orchs.Items[i])})
+	}
 	return reqs
 }
 
-// byInstanceLabel maps a child to its GarraServer by label.
-func byInstanceLabel(_ context.Context, o client.Object) []reconcile.Request {
+// byInstanceLabel maps a child to its GarraServer by label: in the child's
+// namespace, or the one an attached Orchestrator's child names.
+func byInstanceLabel(ctx context.Context, o client.Object) []reconcile.Request {
 	l := o.GetLabels()
 	if l[LabelName] != AppName || l[LabelInstance] == "" {
 		return nil
+	}
+	if _, ok := l[LabelNamespace]; ok {
+		return byServerLabel(ctx, o)
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: l[LabelInstance]}}}
 }

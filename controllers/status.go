@@ -51,38 +51,27 @@ func computeStatus(gs *garrav1alpha1.GarraServer, w observed) garrav1alpha1.Garr
 	}
 	var notReady []string
 	nSuspended := 0
-	for _, o := range gs.Spec.Orchestrators {
-		d := w.sandboxes[o.Name]
+	for _, m := range inlineMembers(gs) {
+		d := w.sandboxes[m.Name]
 		ok := available(d)
-		asleep := idleTimeout(o) > 0 && suspended(d)
+		asleep := idle(m) && suspended(d)
 		switch {
 		case asleep:
 			nSuspended++ // suspended on purpose: its next call wakes it
 		case !ok:
-			notReady = append(notReady, o.Name)
-		}
-		tokenSecret := "" // the ServiceAccount and OIDC modes hold no token
-		if usesToken(o) {
-			tokenSecret = orchTokenRef(gs, o).Secret
+			notReady = append(notReady, m.Name)
 		}
 		row := garrav1alpha1.OrchestratorStatus{
-			Name:            o.Name,
+			Name:            m.Name,
 			Ready:           ok,
-			TokenSecret:     tokenSecret,
-			WorkspaceClaim:  workspaceName(gs, o.Name),
-			SandboxEndpoint: SandboxURL(gs, o.Name),
-			TokenRotation:   rotationStatus(w.rotations, o.Name),
+			TokenSecret:     tokenSecretName(m),
+			WorkspaceClaim:  m.workspaceName(),
+			SandboxEndpoint: m.sandboxURL(),
+			TokenRotation:   rotationStatus(w.rotations, m.ID),
 		}
-		if asleep {
-			row.Suspended = true
-		}
-		if idleTimeout(o) > 0 && d != nil {
-			if t, ok := lastCall(d); ok {
-				row.LastCall = &metav1.Time{Time: t.Truncate(time.Second)}
-			}
-		}
+		row.Suspended, row.LastCall = sleepStatus(m, d)
 		if w.verified != nil {
-			v := w.verified.byName[o.Name]
+			v := w.verified.byName[m.Name]
 			row.Verified, row.VerifiedReason, row.VerifiedMessage, row.Toolchain = v.Verified, v.Reason, v.Message, v.Toolchain
 		}
 		st.Orchestrators = append(st.Orchestrators, row)
@@ -94,15 +83,7 @@ func computeStatus(gs *garrav1alpha1.GarraServer, w observed) garrav1alpha1.Garr
 	total := len(gs.Spec.Orchestrators)
 	st.OrchestratorsReady = fmt.Sprintf("%d/%d", total-len(notReady)-nSuspended, total)
 
-	set := func(typ string, ok bool, reason, msg string) {
-		status := metav1.ConditionFalse
-		if ok {
-			status = metav1.ConditionTrue
-		}
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gs.Generation,
-		})
-	}
+	set := conditionSetter(&st.Conditions, gs.Generation)
 
 	if c := w.applied; c != nil {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
@@ -268,6 +249,43 @@ func (r *GarraServerReconciler) probeConfig(ctx context.Context, gs *garrav1alph
 	got, rejected, err := r.Probe(ctx, url)
 	status, reason, msg := configApplied(want, got, rejected, err)
 	return &metav1.Condition{Status: status, Reason: reason, Message: msg}
+}
+
+// conditionSetter sets a True or False condition of generation gen in
+// conds; SetStatusCondition keeps its lastTransitionTime while its status
+// does not change.
+func conditionSetter(conds *[]metav1.Condition, gen int64) func(typ string, ok bool, reason, msg string) {
+	return func(typ string, ok bool, reason, msg string) {
+		status := metav1.ConditionFalse
+		if ok {
+			status = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(conds, metav1.Condition{
+			Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen,
+		})
+	}
+}
+
+// tokenSecretName is the Secret holding m's bearer token, "" for the
+// ServiceAccount and OIDC modes, which hold none.
+func tokenSecretName(m member) string {
+	if !usesToken(m.OrchestratorSettings) {
+		return ""
+	}
+	return orchTokenRef(m).Secret
+}
+
+// sleepStatus is whether m's sandbox d is suspended and when it was last
+// called, for an idle-enabled m.
+func sleepStatus(m member, d *appsv1.Deployment) (bool, *metav1.Time) {
+	if !idle(m) || d == nil {
+		return false, nil
+	}
+	var last *metav1.Time
+	if t, ok := lastCall(d); ok {
+		last = &metav1.Time{Time: t.Truncate(time.Second)}
+	}
+	return suspended(d), last
 }
 
 // rotationStatus is o's overlap in progress, or nil.

@@ -35,7 +35,7 @@ func TestComputeStatus(t *testing.T) {
 		{"all available", observed{gateway: dep(1), sandboxes: map[string]*appsv1.Deployment{"badgood": dep(1), "n8n-prod": dep(2)}},
 			false, conds{"Ready", "Available", "Available"}, "2/2", map[string]bool{"badgood": true, "n8n-prod": true}},
 		{"a secret is missing", observed{gateway: dep(1), sandboxes: map[string]*appsv1.Deployment{"badgood": dep(1), "n8n-prod": dep(1)},
-			missing: []secretRef{{"llm-keys", "openrouter", "spec.llm.apiKeySecretRef"}}},
+			missing: []secretRef{{Secret: "llm-keys", Key: "openrouter", Field: "spec.llm.apiKeySecretRef"}}},
 			false, conds{"NotReady", "SecretMissing", "Available"}, "2/2", nil},
 		{"invalid spec", observed{invalid: "spec.image is empty"},
 			false, conds{"InvalidSpec", "Progressing", "Progressing"}, "0/2", nil},
@@ -191,7 +191,7 @@ func TestComputeStatusConfigAndRotation(t *testing.T) {
 func TestTokenReviewAccessCondition(t *testing.T) {
 	gs := testServer()
 	gs.Spec.Orchestrators[1].Auth = &garrav1alpha1.OrchestratorAuth{ServiceAccount: &garrav1alpha1.ServiceAccountAuth{Name: "robot"}}
-	msg := externalBindingMessage(gs, []string{"agents", "ops"})
+	msg := externalBindingMessage(gs, inlineMembers(gs), []string{"agents", "ops"})
 	for _, want := range []string{"spec.orchestrators[1].auth.serviceAccount (" + gs.Spec.Orchestrators[1].Name + ")",
 		"namespaces agents,ops", "ServiceAccount agents/team-a-gateway", TokenReviewClusterRole} {
 		if !strings.Contains(msg, want) {

@@ -73,7 +73,7 @@ func TestReconcileSpansOfAFailingPass(t *testing.T) {
 		t.Fatalf("Reconcile error = %v, want Forbidden", err)
 	}
 	root, names := passTree(t, spans)
-	want := []string{"validate spec", "rotate tokens", "generate secrets", "read secrets", "apply identity", "write status"}
+	want := []string{"list orchestrators", "validate spec", "rotate tokens", "generate secrets", "read secrets", "validate tokens", "apply identity", "write status"}
 	if !slices.Equal(names, want) {
 		t.Errorf("step spans = %q, want %q (nothing after the failed step but the status write)", names, want)
 	}
@@ -102,7 +102,7 @@ func TestReconcileSpansOfAnInvalidSpec(t *testing.T) {
 		t.Fatalf("Reconcile: %v (an invalid spec is reported in status, not retried)", err)
 	}
 	root, names := passTree(t, spans)
-	if want := []string{"validate spec", "write status"}; !slices.Equal(names, want) {
+	if want := []string{"list orchestrators", "validate spec", "write status"}; !slices.Equal(names, want) {
 		t.Errorf("step spans = %q, want %q", names, want)
 	}
 	if got := attrOf(root, AttrOutcome).AsString(); got != "invalid" || root.Status().Code != codes.Error {

@@ -11,6 +11,19 @@ import (
 	"github.com/garraia/garra/internal/config"
 )
 
+// listMembers gathers the orchestrators: the inline entries, then the
+// accepted Orchestrators (an Orchestrator that is not accepted, or whose
+// settings are unusable, is left out here and says why in its own status;
+// it never makes the server invalid).
+func (r *GarraServerReconciler) listMembers(ctx context.Context, s *reconcileState) error {
+	attached, err := r.attachedMembers(ctx, s.gs)
+	if err != nil {
+		return err
+	}
+	s.members = append(inlineMembers(s.gs), attached...)
+	return nil
+}
+
 // validate finds what only the user can fix and the schema cannot see: an
 // image nobody named (the manager may run without defaults), names that
 // would not make valid child names (the schema's CEL rules say so too, but
@@ -21,7 +34,7 @@ func (r *GarraServerReconciler) validate(_ context.Context, s *reconcileState) e
 		s.invalid = msg
 		return nil
 	}
-	yml, err := RenderConfigYAML(s.gs)
+	yml, err := RenderConfigYAML(s.gs, s.members)
 	if err != nil {
 		s.invalid = err.Error()
 		return nil
@@ -47,44 +60,43 @@ func invalidSpec(gs *garrav1alpha1.GarraServer, defGarra, defSandbox string) str
 			if gs.Spec.Gateway.Storage.Size.Sign() <= 0 {
 				return "spec.gateway.storage.size must be positive"
 			}
-			for _, o := range gs.Spec.Orchestrators {
-				if o.Workspace.Size.Sign() <= 0 {
-					return fmt.Sprintf("spec.orchestrators[%s].workspace.size must be positive", o.Name)
-				}
-			}
 			return ""
 		},
-		func() string {
-			for _, o := range gs.Spec.Orchestrators {
-				if p := reservedNameProblem(o.Name); p != "" {
-					return p
-				}
-				if p := dnsLabelProblem("spec.orchestrators["+o.Name+"].name", sandboxName(gs, o.Name)); p != "" {
-					return p
-				}
-				if sandboxImage(gs, o, defSandbox) == "" {
-					return fmt.Sprintf("spec.orchestrators[%s].sandbox.image, spec.sandboxImage and the manager's --sandbox-image are all empty: set one", o.Name)
-				}
-			}
-			return ""
-		},
-		func() string { return podSettingsProblem(gs) },
+		func() string { return resourcesProblem("spec.gateway.resources", gs.Spec.Gateway.Resources) },
+		func() string { return sharedTokenProblem(gs, nil) },
 	}
 	for _, c := range checks {
 		if msg := c(); msg != "" {
 			return msg
 		}
 	}
+	for _, m := range inlineMembers(gs) {
+		if msg := memberProblem(m, defSandbox); msg != "" {
+			return msg
+		}
+	}
 	return ""
 }
 
-// reservedNameProblem refuses an orchestrator name the gateway keeps for
-// itself (the CRD's CEL rule says the same; this holds without it).
-func reservedNameProblem(name string) string {
-	if config.OrchestratorNameReserved(name) {
-		return fmt.Sprintf("spec.orchestrators[%s].name: %q is reserved by the gateway: choose another name", name, name)
+// memberProblem is the first problem of one orchestrator's settings that
+// only its author can fix, or "": the same checks for an inline entry
+// (which makes the whole GarraServer invalid) and for an Orchestrator
+// object (which is then not attached, and says why in its own status).
+func memberProblem(m member, defSandbox string) string {
+	if m.Workspace.Size.Sign() <= 0 {
+		return m.Field + ".workspace.size must be positive"
 	}
-	return ""
+	// The CRDs' CEL rules say the same; this holds without them.
+	if config.OrchestratorNameReserved(m.ID) {
+		return fmt.Sprintf("%s: %q is reserved by the gateway: choose another name", m.nameField(), m.ID)
+	}
+	if p := dnsLabelProblem(m.nameField(), m.sandboxName()); p != "" {
+		return p
+	}
+	if sandboxImage(m.gs, m, defSandbox) == "" {
+		return m.Field + ".sandbox.image, the GarraServer's spec.sandboxImage and the manager's --sandbox-image are all empty: set one"
+	}
+	return sandboxPodProblem(m.Field+".sandbox", m.Sandbox)
 }
 
 func dnsLabelProblem(field, child string) string {

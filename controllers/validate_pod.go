@@ -20,20 +20,8 @@ import (
 // over quantities or over every toleration of 32 orchestrators would
 // exceed the CRD's cost budget, so those checks live here.
 
-// podSettingsProblem is the first problem of the gateway's and the
-// orchestrators' pod settings, or "".
-func podSettingsProblem(gs *garrav1alpha1.GarraServer) string {
-	if p := resourcesProblem("spec.gateway.resources", gs.Spec.Gateway.Resources); p != "" {
-		return p
-	}
-	for _, o := range gs.Spec.Orchestrators {
-		if p := sandboxPodProblem("spec.orchestrators["+o.Name+"].sandbox", o.Sandbox); p != "" {
-			return p
-		}
-	}
-	return ""
-}
-
+// sandboxPodProblem is the first problem of a sandbox's pod settings
+// (field is their path), or "".
 func sandboxPodProblem(field string, sb garrav1alpha1.SandboxSpec) string {
 	if p := resourcesProblem(field+".resources", sb.Resources); p != "" {
 		return p

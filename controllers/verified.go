@@ -147,10 +147,10 @@ func (r *GarraServerReconciler) verifySandboxes(ctx context.Context, s *reconcil
 	}
 	names := make([]string, 0, len(gs.Spec.Orchestrators))
 	asleep := map[string]bool{}
-	for _, o := range gs.Spec.Orchestrators {
-		names = append(names, o.Name)
-		if idleTimeout(o) > 0 && suspended(sandboxes[o.Name]) {
-			asleep[o.Name] = true
+	for _, m := range inlineMembers(gs) {
+		names = append(names, m.Name)
+		if idle(m) && suspended(sandboxes[m.Name]) {
+			asleep[m.Name] = true
 		}
 	}
 	var v verification
@@ -159,7 +159,7 @@ func (r *GarraServerReconciler) verifySandboxes(ctx context.Context, s *reconcil
 	// brings a pass. Polling instead would cost one pass per GarraServer
 	// every 5 s while its gateway is down, across the whole cluster.
 	asked := false
-	switch key := s.values[gatewayAPIKeyRef(gs).String()]; {
+	switch key := s.values[gatewayAPIKeyRef(gs).valueKey()]; {
 	case !available(gateway):
 		v = verifiedFrom(names, asleep, sandboxz.Report{}, fmt.Errorf("the gateway Deployment %s has no available replica", gatewayName(gs)))
 	case len(key) == 0:

@@ -144,6 +144,23 @@ func TestNpxStartsTheStdioServer(t *testing.T) {
 		}
 	})
 
+	t.Run("the platform package missing: the shim names it and the ways out", func(t *testing.T) {
+		bare := filepath.Join(work, "bare", "node_modules", mainName)
+		if err := os.CopyFS(bare, os.DirFS(filepath.Join(inst, "node_modules", mainName))); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("node", filepath.Join(bare, "bin", "garra-mcp.js"), "version")
+		cmd.Env = env
+		b, err := cmd.CombinedOutput()
+		out, code := string(b), exitCode(t, err)
+		for _, want := range []string{platformName + "@" + version + ", is not installed", "not published for this version",
+			"--omit=optional", "npm install " + platformName + "@" + version, "make build"} {
+			if code != 1 || !strings.Contains(out, want) {
+				t.Errorf("exit %d, output lacks %q:\n%s", code, want, out)
+			}
+		}
+	})
+
 	t.Run("SIGTERM reaches garra", func(t *testing.T) {
 		// What garra does with SIGTERM once serving, run directly...
 		direct := startServing(t, env, garra)

@@ -26,6 +26,11 @@ const (
 	// that sandbox's token, worked. Ready says the pods are up; Verified
 	// says the gateway can use them.
 	ConditionVerified = "Verified"
+	// ConditionAccepted, on an Orchestrator, is true when the GarraServer
+	// its serverRef names exists and admits it (spec.allowedOrchestrators);
+	// only an accepted Orchestrator is provisioned and known to the
+	// gateway.
+	ConditionAccepted = "Accepted"
 )
 
 // Condition reasons.
@@ -70,6 +75,20 @@ const (
 	// orchestrator's status say which and why (TokenRefused, Unreachable,
 	// NoTools, NoToken, or not checked yet).
 	ReasonNotVerified = "NotVerified"
+	// ReasonAccepted: the server admits the Orchestrator.
+	ReasonAccepted = "Accepted"
+	// ReasonNotAllowedByServer: the server's
+	// spec.allowedOrchestrators.namespaces does not admit the
+	// Orchestrator's namespace; the message names the rule.
+	ReasonNotAllowedByServer = "NotAllowedByServer"
+	// ReasonServerNotFound: no GarraServer has the name serverRef gives.
+	ReasonServerNotFound = "ServerNotFound"
+	// ReasonNameClash: the server already has an orchestrator by the
+	// identity this one would take; the message names both.
+	ReasonNameClash = "NameClash"
+	// ReasonNotAccepted: Ready cannot be true for an Orchestrator the
+	// server does not accept (see Accepted).
+	ReasonNotAccepted = "NotAccepted"
 )
 
 // Event reasons, on the GarraServer.

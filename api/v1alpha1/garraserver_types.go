@@ -77,10 +77,56 @@ type GarraServerSpec struct {
 	// +optional
 	Orchestrators []OrchestratorSpec `json:"orchestrators,omitempty"`
 
+	// AllowedOrchestrators says which Orchestrator objects may attach to
+	// this server through their spec.serverRef, as a Gateway's
+	// allowedRoutes says which routes may attach to it. Absent means
+	// those of this GarraServer's own namespace only.
+	// +kubebuilder:default={namespaces:{from: Same}}
+	// +optional
+	AllowedOrchestrators *AllowedOrchestrators `json:"allowedOrchestrators,omitempty"`
+
 	// Telemetry points the gateway and the sandboxes at an OpenTelemetry
 	// collector for traces. Absent means no tracing at all.
 	// +optional
 	Telemetry *TelemetrySpec `json:"telemetry,omitempty"`
+}
+
+// AllowedOrchestrators governs attachment of Orchestrator objects.
+type AllowedOrchestrators struct {
+	// Namespaces are the namespaces whose Orchestrators may attach.
+	// +kubebuilder:default={from: Same}
+	// +optional
+	Namespaces *OrchestratorNamespaces `json:"namespaces,omitempty"`
+}
+
+// FromNamespaces is where attaching Orchestrators may come from.
+// +kubebuilder:validation:Enum=All;Same;Selector
+type FromNamespaces string
+
+// The three FromNamespaces values, with Gateway API's meaning.
+const (
+	// NamespacesFromAll admits Orchestrators of every namespace.
+	NamespacesFromAll FromNamespaces = "All"
+	// NamespacesFromSame admits only those of the GarraServer's namespace.
+	NamespacesFromSame FromNamespaces = "Same"
+	// NamespacesFromSelector admits those of the namespaces whose labels
+	// match selector.
+	NamespacesFromSelector FromNamespaces = "Selector"
+)
+
+// OrchestratorNamespaces is Gateway API's RouteNamespaces for
+// Orchestrators: from, and the selector when from is Selector.
+// +kubebuilder:validation:XValidation:rule="!has(self.from) || self.from != 'Selector' || has(self.selector)",fieldPath=".selector",message="from Selector needs selector: the labels of the namespaces whose Orchestrators may attach"
+type OrchestratorNamespaces struct {
+	// From is All, Same (default) or Selector.
+	// +kubebuilder:default=Same
+	// +optional
+	From FromNamespaces `json:"from,omitempty"`
+
+	// Selector must match a namespace's labels for its Orchestrators to
+	// attach; only with from Selector.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 }
 
 // TelemetrySpec is rendered as the standard OTEL_* variables of the gateway
@@ -225,6 +271,11 @@ type GatewaySpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	AgentBudgetPerMinute int32 `json:"agentBudgetPerMinute,omitempty"`
+
+	// Quota is every orchestrator's default quota (each orchestrator's own
+	// quota overrides it field by field); absent = unlimited.
+	// +optional
+	Quota *QuotaSpec `json:"quota,omitempty"`
 
 	// AgentMaxSeconds is the wall-clock ceiling of one agent run.
 	// +kubebuilder:default=300
@@ -418,8 +469,9 @@ const (
 	ToolAgent       Tool = "agent"
 )
 
-// OrchestratorSpec is one external caller of the gateway with its sandbox.
-// +kubebuilder:validation:XValidation:rule="!has(self.tokenSecretRef) || !has(self.auth) || has(self.auth.token)",message="tokenSecretRef is the token mode's: remove it, or use auth.token"
+// OrchestratorSpec is one external caller of the gateway with its sandbox,
+// listed inline in the GarraServer: a name and the settings an Orchestrator
+// object has too.
 type OrchestratorSpec struct {
 	// Name identifies the orchestrator: a DNS label of at most 40 characters.
 	// "owner" is reserved: the gateway gives that name to the holder of its
@@ -430,6 +482,14 @@ type OrchestratorSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self != 'owner'",message="owner is reserved by the gateway (it names the holder of the gateway api key): choose another name"
 	Name string `json:"name"`
 
+	OrchestratorSettings `json:",inline"`
+}
+
+// OrchestratorSettings are everything an orchestrator is besides its name
+// and where it attaches, shared by the inline entries of a GarraServer and
+// the Orchestrator kind, so that both are one model to the operator.
+// +kubebuilder:validation:XValidation:rule="!has(self.tokenSecretRef) || !has(self.auth) || has(self.auth.token)",message="tokenSecretRef is the token mode's: remove it, or use auth.token"
+type OrchestratorSettings struct {
 	// Tools this orchestrator may call. Listing agent while
 	// gateway.allowAgent is false is allowed (allowAgent is the bridge-wide
 	// kill switch) and reported as a Warning event.
@@ -476,6 +536,11 @@ type OrchestratorSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	Sandbox SandboxSpec `json:"sandbox,omitempty"`
+
+	// Quota is this orchestrator's own allowance, over
+	// spec.gateway.quota field by field.
+	// +optional
+	Quota *QuotaSpec `json:"quota,omitempty"`
 }
 
 // OrchestratorAuth chooses one authentication mode.

@@ -1,6 +1,7 @@
 // Package v1alpha1 is the garra.garraia.io/v1alpha1 API: the GarraServer
 // custom resource that the operator (controllers/) turns into a gateway and
-// one sandbox per orchestrator.
+// one sandbox per orchestrator, and the Orchestrator, a team's own
+// orchestrator in its namespace that attaches to a GarraServer.
 //
 // Validation lives in the schema wherever it can (enums, bounds, patterns,
 // list-map keys and CEL rules); defaults are markers, so `kubectl get -o yaml`
@@ -28,7 +29,7 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &GarraServer{}, &GarraServerList{})
+	s.AddKnownTypes(GroupVersion, &GarraServer{}, &GarraServerList{}, &Orchestrator{}, &OrchestratorList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"sync/atomic"
 	"time"
@@ -77,6 +78,11 @@ tokens, prompts, answers or chat ids in clear. Error kinds: docs/errors.md.`,
 				return err
 			}
 			defer flushTraces()
+			// Before ReadAPIKeyFile, as a reload does: Check reads the file itself.
+			if err := gatewayVerdict(log, cfg, o.getenv, configLabel(src.Path)); err != nil {
+				return err
+			}
+			logLimits(log, cfg)
 			if err := cfg.ReadAPIKeyFile(o.getenv); err != nil {
 				// Fail closed, as without any key: POST /mcp stays off.
 				log.Error("no owner key", "error", err.Error(), "fix", "make gateway.api_key_file a readable file holding the key, and set only one of api_key and api_key_file")
@@ -87,6 +93,7 @@ tokens, prompts, answers or chat ids in clear. Error kinds: docs/errors.md.`,
 			}
 			defer closeLogged(log, "chat store", chatRT)
 			var budgets gateway.BudgetFactory
+			var quotas gateway.QuotaStores
 			if chatRT.Pool != nil {
 				// A shared store: every replica spends from the same budgets.
 				bs, err := pgbudget.Open(cmd.Context(), chatRT.Pool, pgbudget.Options{Logger: log})
@@ -96,9 +103,15 @@ tokens, prompts, answers or chat ids in clear. Error kinds: docs/errors.md.`,
 				budgets = func(name string, limit int, window time.Duration) gateway.Counter {
 					return bs.Budget(name, limit, window)
 				}
+				quotas = gateway.QuotaStores{
+					Tokens: func(name string, limit int64) gateway.TokenCounter { return bs.Tokens(name, limit) },
+					Slots: func(name string, limit int, lease time.Duration) gateway.SlotCounter {
+						return bs.Slots(name, limit, lease)
+					},
+				}
 			}
 			g, err := gateway.New(gateway.Options{Config: cfg, Getenv: o.getenv, Logger: log, Version: version, Audit: auditLog,
-				Store: chatRT.Store, Sender: chatRT.Sender, ConfigPath: src.Path, ConfigBytes: cfgBytes, Budgets: budgets,
+				Store: chatRT.Store, Sender: chatRT.Sender, ConfigPath: src.Path, ConfigBytes: cfgBytes, Budgets: budgets, Quotas: quotas,
 				TracerProvider: tp})
 			if err != nil {
 				return fmt.Errorf("gateway: %w", err)
@@ -107,4 +120,17 @@ tokens, prompts, answers or chat ids in clear. Error kinds: docs/errors.md.`,
 			return g.Run(cmd.Context(), nil)
 		},
 	}
+}
+
+// logLimits says once at start which limits callers will meet, so that a
+// 429 or an over_budget is not the first a user hears of them.
+func logLimits(log *slog.Logger, cfg *config.Config) {
+	m := cfg.Gateway.MCPHTTP
+	log.Info("limits in force",
+		"requests_per_minute_per_address", cfg.Gateway.RateLimit.RequestsPerMinute,
+		"ask_budget_per_minute", m.AskBudgetPerMinute,
+		"agent_budget_per_minute", m.AgentBudgetPerMinute,
+		"send_budget_per_minute", gateway.SendBudgetPerMinute,
+		"agent_max_seconds", m.AgentMaxSeconds,
+		"settings", "gateway.rate_limit.requests_per_minute, gateway.mcp_http.ask_budget_per_minute, agent_budget_per_minute, agent_max_seconds")
 }

@@ -397,9 +397,11 @@ func TestWatchNamespace(t *testing.T) {
 		Spec: garrav1alpha1.GarraServerSpec{
 			LLM: garrav1alpha1.LLMSpec{Provider: garrav1alpha1.ProviderOllama},
 			Orchestrators: []garrav1alpha1.OrchestratorSpec{
-				{Name: "bot", Tools: []garrav1alpha1.Tool{"status"}},
-				{Name: "robot", Tools: []garrav1alpha1.Tool{"status"},
-					Auth: &garrav1alpha1.OrchestratorAuth{ServiceAccount: &garrav1alpha1.ServiceAccountAuth{Name: "robot"}}},
+				{Name: "bot", OrchestratorSettings: garrav1alpha1.OrchestratorSettings{Tools: []garrav1alpha1.Tool{"status"}}},
+				{Name: "robot", OrchestratorSettings: garrav1alpha1.OrchestratorSettings{
+					Tools: []garrav1alpha1.Tool{"status"},
+					Auth:  &garrav1alpha1.OrchestratorAuth{ServiceAccount: &garrav1alpha1.ServiceAccountAuth{Name: "robot"}},
+				}},
 			},
 		},
 	}

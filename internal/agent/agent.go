@@ -24,7 +24,7 @@
 //     The model could not do anything useful about it.
 //   - Provider errors end the run: kind provider_error (timeout when the
 //     SDK reports a deadline), message redacted.
-//   - A run whose caller cancels ctx ends with kind provider_error and the
+//   - A run whose caller cancels ctx ends with kind cancelled and the
 //     message "agent run cancelled".
 //   - MaxTurns bounds model calls. When the last allowed call still asks
 //     for tools, those calls are not run and the run ends with kind
@@ -315,6 +315,13 @@ func (x *run) modelFailed(ctx context.Context, turn int, err error) Envelope {
 	if ask.ErrorKind(err) == errkinds.Timeout {
 		return x.fail(errkinds.Timeout, fmt.Sprintf("model turn %d timed out: %v", turn, err))
 	}
+	if e := ask.QuotaError(err); e != nil {
+		// The caller's token quota stopped the run before this turn
+		// was sent; the envelope says which quota and when to retry.
+		env := x.fail(errkinds.OverQuota, fmt.Sprintf("model turn %d: %s", turn, e.Message))
+		env.Error.Quota, env.Error.RetryAfterSecs = e.Quota, e.RetryAfterSecs
+		return env
+	}
 	return x.fail(errkinds.ProviderError, fmt.Sprintf("model turn %d: %v", turn, err))
 }
 
@@ -322,7 +329,7 @@ func (x *run) modelFailed(ctx context.Context, turn int, err error) Envelope {
 // loop was doing.
 func (x *run) interrupted(ctx context.Context, where string) Envelope {
 	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return x.fail(errkinds.ProviderError, "agent run cancelled "+where)
+		return x.fail(errkinds.Cancelled, "agent run cancelled "+where)
 	}
 	limit := "its deadline"
 	if x.req.Timeout > 0 {

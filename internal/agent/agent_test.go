@@ -490,7 +490,7 @@ func TestCallerCancellation(t *testing.T) {
 		return nil, fmt.Errorf("openai: %w", ctx.Err())
 	}}
 	env := (&agent.Runner{Provider: p}).Run(ctx, agent.Request{Message: "x", Timeout: time.Minute})
-	assertFailure(t, env, errkinds.ProviderError, "agent run cancelled")
+	assertFailure(t, env, errkinds.Cancelled, "agent run cancelled")
 }
 
 func TestSessionIDAndNoExecutor(t *testing.T) {

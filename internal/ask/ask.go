@@ -144,20 +144,54 @@ func (c *Core) Provider(name string) (llm.Provider, error) {
 		}
 		p = llm.Traced(p, c.TracerProvider, base)
 	}
-	return p, nil
+	// Outermost, so that a call a token quota refuses is not even traced
+	// as sent; without a meter in the call's context it only passes on.
+	return llm.Metered(p), nil
 }
 
-// ErrorKind classifies a failed model call: timeout or provider_error.
+// ErrorKind classifies a failed model call: timeout, over_quota (the
+// caller's token quota refused it) or provider_error.
 func ErrorKind(err error) errkinds.Kind {
-	if errors.Is(err, context.DeadlineExceeded) {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
 		return errkinds.Timeout
+	case errors.Is(err, context.Canceled):
+		return errkinds.Cancelled
+	}
+	if QuotaError(err) != nil {
+		return errkinds.OverQuota
 	}
 	return errkinds.ProviderError
 }
 
+// quotaRefusal is a model call a caller's quota refused (quota.Refusal,
+// which this package cannot import).
+type quotaRefusal interface {
+	error
+	Message() string
+	QuotaName() string
+	RetryAfterSecs() int
+}
+
+// QuotaError is the envelope error of a model call a caller's quota
+// refused, or nil when err is no such refusal.
+func QuotaError(err error) *Error {
+	q, ok := errors.AsType[quotaRefusal](err)
+	if !ok {
+		return nil
+	}
+	return &Error{Kind: errkinds.OverQuota, Message: q.Message(), Quota: q.QuotaName(), RetryAfterSecs: q.RetryAfterSecs()}
+}
+
 func (c *Core) failFromError(err error, timeoutSecs int) Envelope {
-	if ErrorKind(err) == errkinds.Timeout {
+	if e := QuotaError(err); e != nil {
+		return Envelope{Error: e}
+	}
+	switch ErrorKind(err) {
+	case errkinds.Timeout:
 		return c.fail(errkinds.Timeout, fmt.Sprintf("no answer within %d seconds", timeoutSecs))
+	case errkinds.Cancelled:
+		return c.fail(errkinds.Cancelled, "cancelled by the caller")
 	}
 	return c.fail(errkinds.ProviderError, err.Error())
 }

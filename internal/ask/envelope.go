@@ -25,6 +25,10 @@ type Envelope struct {
 type Error struct {
 	Kind    errkinds.Kind `json:"kind"`
 	Message string        `json:"message"`
+	// Quota and RetryAfterSecs are an over_quota refusal's: which of the
+	// caller's quotas is spent and when to try again.
+	Quota          string `json:"quota,omitempty"`
+	RetryAfterSecs int    `json:"retry_after_secs,omitempty"`
 }
 
 // MarshalJSON writes the two shapes the spec shows, field for field.

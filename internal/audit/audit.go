@@ -46,10 +46,11 @@ const (
 	OutcomeRefused       = "refused"        // policy said no (error.kind says why)
 	OutcomeInvalidParams = "invalid_params" // the arguments were rejected (JSON-RPC -32602)
 	OutcomeNotFound      = "not_found"      // no such tool, resource or conversation
+	OutcomeCancelled     = "cancelled"      // its caller cancelled it before it finished
 )
 
 // Outcomes lists every outcome a line may carry.
-var Outcomes = []string{OutcomeOK, OutcomeError, OutcomeRefused, OutcomeInvalidParams, OutcomeNotFound}
+var Outcomes = []string{OutcomeOK, OutcomeError, OutcomeRefused, OutcomeInvalidParams, OutcomeNotFound, OutcomeCancelled}
 
 // Defaults of the `audit:` config section.
 const (

@@ -41,13 +41,27 @@ var dnsLabel = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 })
 
+// OrchestratorNameValid reports whether name can name an orchestrator: a
+// DNS label of at most 40 characters (an inline entry of a GarraServer, or
+// a laptop's), or NAMESPACE/NAME for an Orchestrator object, whose name is
+// unique only in its namespace.
+func OrchestratorNameValid(name string) bool {
+	label := func(s string, most int) bool { return len(s) <= most && dnsLabel().MatchString(s) }
+	if ns, n, ok := strings.Cut(name, "/"); ok {
+		return label(ns, 63) && label(n, 40)
+	}
+	return label(name, 40)
+}
+
 // Check lists every problem of c, in file order. getenv resolves the
 // variables the file names (keys are never in the file), and the secret
 // files it names are read (ReadSecretFile). A configuration with problems
 // may still boot (the gateway fails closed around them), but `garra config
 // check` exits 1 on any that is not a Warning, so that they are fixed.
 func (c *Config) Check(getenv func(string) string) []Problem {
-	return c.CheckWith(getenv, ReadSecretFile)
+	// Tokens are compared by value, so only against the real files: a
+	// rendered config checked with stand-in files would collide everywhere.
+	return append(c.CheckWith(getenv, ReadSecretFile), c.checkTokens(getenv)...)
 }
 
 // CheckWith is Check with the secret files read by readFile: the operator
@@ -67,6 +81,7 @@ func (c *Config) CheckWith(getenv func(string) string, readFile func(string) (st
 	}
 	ps = append(ps, c.checkProviderKey(getenv)...)
 	ps = append(ps, c.checkDefaultModel()...)
+	ps = append(ps, c.checkEndpoints()...)
 	for name, a := range c.LLM.Aliases {
 		if !isKind(a.Provider) {
 			add("llm.aliases."+name+".provider", "%q is not one of ollama, anthropic, openai, openrouter", a.Provider)
@@ -133,6 +148,7 @@ func (c *Config) CheckWith(getenv func(string) string, readFile func(string) (st
 		}
 	}
 
+	ps = append(ps, quotaProblems("gateway.mcp_http", m.Quota)...)
 	seen := map[string]bool{}
 	for i, o := range m.Orchestrators {
 		field := fmt.Sprintf("gateway.mcp_http.orchestrators[%d]", i)
@@ -142,8 +158,8 @@ func (c *Config) CheckWith(getenv func(string) string, readFile func(string) (st
 		switch {
 		case o.Name == "":
 			add(field+".name", "required")
-		case !dnsLabel().MatchString(o.Name) || len(o.Name) > 40:
-			add(field+".name", "%q must be a DNS label of at most 40 characters", o.Name)
+		case !OrchestratorNameValid(o.Name):
+			add(field+".name", "%q must be a DNS label of at most 40 characters, or NAMESPACE/NAME (an Orchestrator object's) with a namespace of at most 63", o.Name)
 		case seen[o.Name]:
 			add(field+".name", "duplicate orchestrator %q", o.Name)
 		}

@@ -7,7 +7,8 @@ import (
 
 // checkProviderKey reports the default provider's API key variable when it
 // is not set: every call that names no provider would fail with
-// provider_error. Ollama, and an alias of it, need no key.
+// provider_error. Ollama, and an alias of it, need no key, and a gateway
+// that enables nothing calling the model only gets a warning.
 func (c *Config) checkProviderKey(getenv func(string) string) []Problem {
 	ref, err := c.ResolveProvider(c.LLM.Provider)
 	if err != nil || ref.APIKeyEnv == "" || getenv(ref.APIKeyEnv) != "" {
@@ -17,8 +18,23 @@ func (c *Config) checkProviderKey(getenv func(string) string) []Problem {
 	if ref.Name != ref.Kind {
 		field = "llm.aliases." + ref.Name + ".api_key_env"
 	}
+	if !c.callsTheModel(getenv) {
+		// Nothing this gateway enables needs it: a warning, not a demand.
+		return []Problem{{Field: field, Warning: true, Message: fmt.Sprintf(
+			"%s is not set; no tool this gateway enables calls the model (allow_ask and allow_agent are false, no Telegram bot), "+
+				"but the owner's chat API, and garra mcp-server or garra ask with this file, fail until it is", ref.APIKeyEnv)}}
+	}
 	return []Problem{{Field: field, FailsClosed: true, Message: fmt.Sprintf(
 		"%s is not set: every call to the default provider %s fails; export it, or name the variable that holds the key in %s", ref.APIKeyEnv, ref.Name, field)}}
+}
+
+// callsTheModel reports whether something the config enables calls the
+// default provider: garra_ask of garra mcp-server (a file without the
+// gateway's MCP bridge is taken to be the laptop's), the gateway's
+// garra_ask or garra_agent, or the Telegram assistant.
+func (c *Config) callsTheModel(getenv func(string) string) bool {
+	m := c.Gateway.MCPHTTP
+	return !m.Enabled || m.AllowAsk || m.AllowAgent || getenv(c.Channels.Telegram.BotTokenEnv) != ""
 }
 
 // checkDefaultModel warns when llm.model, the model of every call that

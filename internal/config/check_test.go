@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -175,5 +176,114 @@ func TestIsCostlyRouter(t *testing.T) {
 		if got := IsCostlyRouter(tt.model); got != tt.want {
 			t.Errorf("IsCostlyRouter(%q) = %v, want %v", tt.model, got, tt.want)
 		}
+	}
+}
+
+// A URL, a listen address and a key the config does not need: each
+// problem named by its field, with the severity the gateway gives it.
+func TestCheckEndpointsAndNeededKeys(t *testing.T) {
+	gw := "gateway: {api_key: " + longToken + ", mcp_http: {enabled: true}}\n"
+	tests := []struct {
+		name, yaml string
+		want       map[string]string // field → severity
+	}{
+		{"base_url without a scheme", "llm: {provider: ollama, base_url: 'localhost:11434/v1'}", map[string]string{"llm.base_url": SeverityError}},
+		{"base_url not a URL", "llm: {provider: ollama, base_url: 'http://[::1'}", map[string]string{"llm.base_url": SeverityError}},
+		{"base_url with a bad port", "llm: {provider: ollama, base_url: 'http://h:99999/v1'}", map[string]string{"llm.base_url": SeverityError}},
+		{"alias base_url", "llm: {provider: ollama, aliases: {lab: {provider: ollama, base_url: 'ftp://x'}}}", map[string]string{"llm.aliases.lab.base_url": SeverityError}},
+		{"brave and telegram URLs", "llm: {provider: ollama, brave: {base_url: nohost}}\nchannels: {telegram: {api_base_url: 'https://'}}",
+			map[string]string{"llm.brave.base_url": SeverityError, "channels.telegram.api_base_url": SeverityError}},
+		{"good URLs", "llm: {provider: ollama, base_url: 'http://127.0.0.1:11434/v1', brave: {base_url: 'https://b.example/res'}}", nil},
+		{"listen without a port", "llm: {provider: ollama}\ngateway: {listen: 127.0.0.1}", map[string]string{"gateway.listen": SeverityError}},
+		{"listen with a port out of range", "llm: {provider: ollama}\ngateway: {listen: ':70000'}", map[string]string{"gateway.listen": SeverityError}},
+		{"listen with a named port", "llm: {provider: ollama}\ngateway: {listen: 'localhost:http'}", map[string]string{"gateway.listen": SeverityError}},
+		{"listen on any free port", "llm: {provider: ollama}\ngateway: {listen: '127.0.0.1:0'}", nil},
+		{"a gateway that never calls the model", gw, map[string]string{"llm.api_key_env": SeverityWarning}},
+		{"a gateway with allow_ask", "gateway: {api_key: " + longToken + ", mcp_http: {enabled: true, allow_ask: true}}", map[string]string{"llm.api_key_env": SeverityDisabled}},
+		{"a gateway with allow_agent", "gateway: {api_key: " + longToken + ", mcp_http: {enabled: true, allow_agent: true}}", map[string]string{"llm.api_key_env": SeverityDisabled}},
+		{"the laptop's file", "", map[string]string{"llm.api_key_env": SeverityDisabled}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(tt.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.applyDefaults()
+			got := map[string]string{}
+			for _, p := range cfg.Check(func(string) string { return "" }) {
+				got[p.Field] = p.Severity()
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("problems %v, want %v", cfg.Check(func(string) string { return "" }), tt.want)
+			}
+			for f, sev := range tt.want {
+				if got[f] != sev {
+					t.Errorf("%s: severity %q, want %q (all: %v)", f, got[f], sev, got)
+				}
+			}
+		})
+	}
+}
+
+// Two orchestrators with one token, or one holding the owner's key, are
+// errors naming the later entry; the message never holds the token.
+func TestCheckSharedTokens(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := dir + "/owner"
+	const pad = "-0123456789abcdef0123456789abcdef" // long enough for Check
+	if err := os.WriteFile(keyFile, []byte("owner-secret-1"+pad+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"A": "tok-a" + pad, "B": "tok-a" + pad, "C": "tok-c" + pad, "OWN": "owner-secret-1" + pad}
+	orch := func(list string) string {
+		return "llm: {provider: ollama}\ngateway: {api_key_file: " + keyFile + ", mcp_http: {enabled: true, orchestrators: [" + list + "]}}"
+	}
+	tests := []struct {
+		name, yaml string
+		fields     []string
+	}{
+		{"distinct tokens", orch("{name: a, key_env: A}, {name: c, key_env: C}"), nil},
+		{"two orchestrators, one token", orch("{name: a, key_env: A}, {name: c, key_env: C}, {name: b, key_env: B}"), []string{"gateway.mcp_http.orchestrators[b].key_env"}},
+		{"an orchestrator with the owner's key", orch("{name: o, key_env: OWN}"), []string{"gateway.mcp_http.orchestrators[o].key_env"}},
+		{"the owner's key from the environment", "llm: {provider: ollama}\ngateway: {mcp_http: {enabled: true, orchestrators: [{name: c, key_env: C}]}}", []string{"gateway.mcp_http.orchestrators[c].key_env"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(tt.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.applyDefaults()
+			getenv := func(k string) string { return env[k] }
+			if strings.Contains(tt.name, "environment") {
+				getenv = func(k string) string {
+					if k == EnvGatewayAPIKey {
+						return "tok-c" + pad
+					}
+					return env[k]
+				}
+				cfg.applyEnv(getenv) // as Load does
+			}
+			var got []string
+			ps := cfg.Check(getenv)
+			for _, p := range ps {
+				got = append(got, p.Field)
+				if p.Severity() != SeverityError {
+					t.Errorf("%s: severity %s, want error", p.Field, p.Severity())
+				}
+				for _, secret := range []string{"tok-a", "tok-c", "owner-secret-1"} {
+					if strings.Contains(p.Message, secret) {
+						t.Errorf("%s: message holds a token: %s", p.Field, p.Message)
+					}
+				}
+			}
+			if strings.Join(got, "|") != strings.Join(tt.fields, "|") {
+				t.Fatalf("problems %v, want %v", ps, tt.fields)
+			}
+			if Refused(ps) != (len(tt.fields) > 0) {
+				t.Errorf("Refused = %v", Refused(ps))
+			}
+		})
 	}
 }

@@ -240,6 +240,8 @@ type MCPHTTP struct {
 	// web_fetch may reach even though they resolve to a loopback, private
 	// or link-local address; every other such destination is refused.
 	WebFetchAllowedHosts []string `json:"web_fetch_allowed_hosts,omitempty"`
+	// Quota is every orchestrator's default quota; absent = unlimited.
+	Quota *Quota `json:"quota,omitempty"`
 }
 
 // Orchestrator is one external caller of the gateway. Its token is in
@@ -256,6 +258,8 @@ type Orchestrator struct {
 	// Auth chooses how the orchestrator authenticates; absent = its
 	// static token (key_env / key_file).
 	Auth *OrchestratorAuth `json:"auth,omitempty"`
+	// Quota is this orchestrator's own, over gateway.mcp_http.quota.
+	Quota *Quota `json:"quota,omitempty"`
 }
 
 // OrchestratorSandbox points at the orchestrator's own `garra sandbox` pod.

@@ -22,9 +22,9 @@ func OrchestratorNameReserved(name string) bool {
 }
 
 // orchestratorPolicyProblems are the problems of one orchestrator's name
-// and deny list beyond the checks of Check's loop: a reserved name, and
-// deny_tools entries outside the closed set. field is the orchestrator's
-// own prefix.
+// deny list and quota beyond the checks of Check's loop: a reserved name,
+// deny_tools entries outside the closed set, a negative quota. field is
+// the orchestrator's own prefix.
 func orchestratorPolicyProblems(field string, o Orchestrator) []Problem {
 	var ps []Problem
 	if OrchestratorNameReserved(o.Name) {
@@ -35,5 +35,5 @@ func orchestratorPolicyProblems(field string, o Orchestrator) []Problem {
 			ps = append(ps, Problem{Field: field + ".deny_tools", Message: fmt.Sprintf("%q is not one of %v", t, OrchestratorTools)})
 		}
 	}
-	return ps
+	return append(ps, quotaProblems(field, o.Quota)...)
 }

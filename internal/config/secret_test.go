@@ -197,13 +197,14 @@ func TestReadAPIKeyFile(t *testing.T) {
 func TestCheckSecretFiles(t *testing.T) {
 	dir := t.TempDir()
 	key := writeSecret(t, dir, "key", longToken+"\n")
+	tok := writeSecret(t, dir, "tok", "t"+longToken+"\n") // its own: one token proves one caller
 	missing := filepath.Join(dir, "missing")
 	env := map[string]string{"K": longToken, "OPENROUTER_API_KEY": "k"}
 	tests := []struct {
 		name, yaml string
 		fields     []string
 	}{
-		{"files", "gateway: {api_key_file: " + key + ", mcp_http: {enabled: true, orchestrators: [{name: a, key_file: " + key + ", sandbox: {url: 'http://s:8080/mcp', token_file: " + key + "}}]}}", nil},
+		{"files", "gateway: {api_key_file: " + key + ", mcp_http: {enabled: true, orchestrators: [{name: a, key_file: " + tok + ", sandbox: {url: 'http://s:8080/mcp', token_file: " + key + "}}]}}", nil},
 		{"missing files", "gateway: {api_key_file: " + missing + ", mcp_http: {enabled: true, orchestrators: [{name: a, key_file: " + missing + ", sandbox: {url: 'http://s:8080/mcp', token_file: " + missing + "}}]}}",
 			[]string{"gateway.api_key_file", "gateway.mcp_http.orchestrators[a].key_file", "gateway.mcp_http.orchestrators[a].sandbox.token_file"}},
 		{"both sources", "gateway: {api_key: x, api_key_file: " + key + ", mcp_http: {orchestrators: [{name: a, key_env: K, key_file: " + key + ", sandbox: {url: 'http://s:8080/mcp', token_env: K, token_file: " + key + "}}]}}",

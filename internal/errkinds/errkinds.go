@@ -26,6 +26,7 @@ type Kind string
 const (
 	ProviderError Kind = "provider_error"
 	Timeout       Kind = "timeout"
+	Cancelled     Kind = "cancelled"
 	Usage         Kind = "usage"
 
 	ToolNotAllowed     Kind = "tool_not_allowed"
@@ -59,6 +60,10 @@ const (
 	// confined as agent.confinement requires.
 	ConfinementUnavailable Kind = "confinement_unavailable"
 )
+
+// OverQuota is one orchestrator's own quota spent; OverBudget is the
+// budget the whole bridge shares.
+const OverQuota Kind = "over_quota"
 
 // The kinds only the HTTP layer records (audit and metrics): no envelope
 // carries them, so they have rows in HTTP only.
@@ -103,6 +108,8 @@ func (k Kind) Message() string {
 		return "the model is not in gateway.mcp_http.ask_allowed_models"
 	case OverBudget:
 		return "the per-minute budget for this tool is exhausted; try again later"
+	case OverQuota:
+		return "this orchestrator's quota is spent; try again later"
 	case NotFound:
 		return "no such conversation"
 	case Unavailable:
@@ -162,9 +169,11 @@ type RPCCode struct {
 // then the gateway's.
 var Kinds = []Row{
 	{ProviderError, "garra.ask.v1, garra.agent.v1 (stdio, http)",
-		"The LLM provider failed or could not be reached (bad key, network, HTTP error). The message is redacted. Check the key with `garra config check`; retry later. A garra_agent run its caller cancelled (disconnect or notifications/cancelled) also ends with this kind, message \"agent run cancelled …\"."},
+		"The LLM provider failed or could not be reached (bad key, network, HTTP error). The message is redacted. Check the key with `garra config check`; retry later."},
 	{Timeout, "garra.ask.v1, garra.agent.v1 (stdio, http)",
 		"The call did not finish within timeout_secs (for garra_agent: the whole run). Ask for more time within the bounds, or split the task."},
+	{Cancelled, "garra.ask.v1, garra.agent.v1 (http); audit; metrics",
+		"The caller cancelled the call (notifications/cancelled naming it, or, over HTTP, a disconnect) before it finished; its model request and tool command were stopped. Nothing to fix. On stdio the cancelled request gets no response at all, as MCP asks; the audit line still records this kind."},
 	{Usage, "`garra ask` (exit 2); stdio audit lines",
 		"Bad arguments. The MCP servers answer these with JSON-RPC -32602 naming the field instead of an envelope; the stdio audit line records the kind `usage`."},
 
@@ -198,6 +207,8 @@ var Kinds = []Row{
 		"The model is not in gateway.mcp_http.ask_allowed_models (empty = the project default model only). Nothing left the machine."},
 	{OverBudget, "garra.ask.v1, garra.agent.v1 (http)",
 		"The per-minute budget of garra_ask or garra_agent is spent; the provider was not called. garra://policy shows what is left."},
+	{OverQuota, "garra.ask.v1, garra.agent.v1, garra.mcp.v1 (http); audit",
+		"The calling orchestrator's own quota (gateway.mcp_http.quota or its entry's quota) is spent: `error.quota` names which (ask_per_minute, agent_per_minute, send_per_minute, agent_concurrent, llm_tokens_per_day) and `error.retry_after_secs` when to try again (also the response's Retry-After header when the answer is plain JSON). Refused before anything ran, nothing spent; llm_tokens_per_day can also end an agent run between model turns. garra_status shows what is left."},
 	{NotFound, "garra.mcp.v1 (http); audit",
 		"No such conversation, or one outside the caller's `chats` (the two read the same). In the audit file also an unknown tool, resource or URI."},
 	{InvalidParams, "audit (http)",
@@ -324,7 +335,7 @@ var JSONRPC = []RPCCode{
 // a 400).
 var StdioJSONRPC = []RPCCode{
 	RPCParseError,
-	{-32600, "CodeInvalidRequest", "Invalid Request: …", "On stdio, a JSON line that is not a JSON-RPC 2.0 message (no or wrong `jsonrpc`, an id that is neither a string nor a number, an empty batch), or a line over 16 MiB. The id is the line's when it has a usable one, else null; the server goes on reading."},
+	{-32600, "CodeInvalidRequest", "Invalid Request: …", "On stdio, a JSON line that is not a JSON-RPC 2.0 message (no or wrong `jsonrpc`, an id that is neither a string nor a number, an empty batch), or a line over 16 MiB. The id is the line's when it has a usable one, else null; the server goes on reading. Also a request other than initialize or ping sent before initialize without a 2026-07-28 `_meta` protocol version (the message says so)."},
 }
 
 // Markdown renders docs/errors.md.
@@ -388,6 +399,7 @@ var Outcomes = []Outcome{
 	{"refused", "The policy said no before anything ran; error.kind says why. HTTP-layer refusals (401, 403, 406) have no caller."},
 	{"invalid_params", "The arguments were rejected (JSON-RPC -32602)."},
 	{"not_found", "No such tool, resource or conversation. Caller-chosen names and URIs appear only as `target` pseudonyms."},
+	{"cancelled", "Its caller cancelled it before it finished (error.kind `cancelled`); `garra_mcp_calls_total` counts it under this outcome, not as an error."},
 }
 
 // cell escapes a table cell.

@@ -103,6 +103,19 @@ func (b *Budget) SetLimit(limit int) {
 	b.limit = max(1, limit)
 }
 
+// Wait is how long until the window has room for one more take (0 when it
+// has now): a refusal's Retry-After.
+func (b *Budget) Wait() time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.now()
+	b.expire(t)
+	if len(b.taken) < b.limit {
+		return 0
+	}
+	return b.window - t.Sub(b.taken[len(b.taken)-b.limit])
+}
+
 func (b *Budget) expire(t time.Time) {
 	cut := 0
 	for cut < len(b.taken) && t.Sub(b.taken[cut]) >= b.window {

@@ -45,6 +45,7 @@ func callersFrom(cfg *config.Config, getenv func(string) string, log *slog.Logge
 	var sas []authn.ServiceAccountEntry
 	var oidcs []authn.OIDCEntry
 	claimed := map[string]string{}
+	shared := sharedTokens(cfg, getenv)
 	for _, o := range cfg.Gateway.MCPHTTP.Orchestrators {
 		if config.OrchestratorNameReserved(o.Name) {
 			// It would read as the owner in every log and audit line.
@@ -92,6 +93,10 @@ func callersFrom(cfg *config.Config, getenv func(string) string, log *slog.Logge
 			tokens, err := o.Tokens(getenv)
 			if err != nil {
 				disabled("no token", "set the variable key_env names in the gateway's environment, or key_file to a readable file holding the token", "error", err.Error())
+				continue
+			}
+			if why, ok := shared[o.Name]; ok {
+				disabled("its token "+why, "give each caller a token of its own; `garra config check` names the entry")
 				continue
 			}
 			// Every line of a token file is valid: the overlap of a rotation.
@@ -149,4 +154,25 @@ func withCaller(ctx context.Context, c mcppolicy.Caller) context.Context {
 func callerFrom(ctx context.Context) (mcppolicy.Caller, bool) {
 	c, ok := ctx.Value(callerKey{}).(mcppolicy.Caller)
 	return c, ok
+}
+
+// sharedTokens names the orchestrators whose token also proves another
+// caller, and why. Check refuses such a config; this holds for a gateway
+// built without it. The owner keeps its key, and both orchestrators of a
+// shared token lose it: which of them a call came from cannot be told.
+func sharedTokens(cfg *config.Config, getenv func(string) string) map[string]string {
+	out := map[string]string{}
+	orchs := cfg.Gateway.MCPHTTP.Orchestrators
+	for _, tc := range cfg.TokenCollisions(cfg.Gateway.APIKey, getenv) {
+		name := orchs[tc.Index].Name
+		if tc.Owner {
+			out[name] = "is the owner's key"
+			continue
+		}
+		out[name] = "is orchestrator " + tc.Other + "'s too"
+		if _, ok := out[tc.Other]; !ok {
+			out[tc.Other] = "is orchestrator " + name + "'s too"
+		}
+	}
+	return out
 }

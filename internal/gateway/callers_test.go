@@ -58,3 +58,42 @@ func TestOrchestratorTokensFromFiles(t *testing.T) {
 		}
 	}
 }
+
+// A token that proves two callers proves neither orchestrator: the owner
+// keeps its key (and /sandboxz with it), and two orchestrators given one
+// token are both disabled, where the later used to take it silently.
+func TestSharedTokensDisableTheOrchestrators(t *testing.T) {
+	const shared = "shared-token-0123456789"
+	yaml := enabled + `    orchestrators:
+      - {name: alpha, key_env: ALPHA, tools: [status]}
+      - {name: beta, key_env: BETA, tools: [status]}
+      - {name: mimic, key_env: MIMIC, tools: [status]}
+      - {name: gamma, key_env: GAMMA, tools: [status]}
+`
+	h := start(t, yaml, map[string]string{"ALPHA": shared, "BETA": shared, "MIMIC": ownerKey, "GAMMA": "gamma-token-0123456789"})
+	if code, body := post(t, h.url, shared, toolsList, nil); code != http.StatusUnauthorized {
+		t.Errorf("the shared token: %d, want 401: %s", code, body)
+	}
+	if code, body := post(t, h.url, "gamma-token-0123456789", toolsList, nil); code != http.StatusOK {
+		t.Errorf("gamma: %d: %s", code, body)
+	}
+	req, _ := http.NewRequest(http.MethodGet, h.url+"/sandboxz", nil)
+	req.Header.Set("Authorization", "Bearer "+ownerKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("the owner's key lost /sandboxz: %d", resp.StatusCode)
+	}
+	logs := h.logs.String()
+	for _, name := range []string{"alpha", "beta", "mimic"} {
+		if !strings.Contains(logs, `orchestrator=`+name) {
+			t.Errorf("%s is not named disabled:\n%s", name, logs)
+		}
+	}
+	if strings.Contains(logs, shared) || strings.Contains(logs, ownerKey) {
+		t.Error("a token reached the log")
+	}
+}

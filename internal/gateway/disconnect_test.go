@@ -115,11 +115,15 @@ func TestClientDisconnectCancelsTheAgentRun(t *testing.T) {
 			}
 			// The run ended as cancelled, well before agent_max_seconds.
 			deadline := time.Now().Add(disconnectBound)
-			for !strings.Contains(h.logs.String(), "tool=garra_agent outcome=error error_kind=provider_error") {
+			for !strings.Contains(h.logs.String(), "tool=garra_agent outcome=cancelled error_kind=cancelled") {
 				if time.Now().After(deadline) {
 					t.Fatalf("no end-of-run line:\n%s", h.logs.String())
 				}
 				time.Sleep(10 * time.Millisecond)
+			}
+			// A cancel is its own outcome, not a provider failure.
+			if m := metricsText(t, h.url); !strings.Contains(m, `garra_mcp_calls_total{outcome="cancelled",tool="garra_agent"} 1`) {
+				t.Fatalf("metrics:\n%s", grep(m, "garra_mcp_calls_total"))
 			}
 		})
 	}

@@ -63,6 +63,9 @@ type Options struct {
 	// limits; nil = in this process's memory. A shared factory makes them
 	// hold across replicas.
 	Budgets BudgetFactory
+	// Quotas make the orchestrators' token and run-slot quotas; zero =
+	// in this process's memory.
+	Quotas QuotaStores
 	// Waker wakes idle-suspended sandboxes; nil means the Deployments API
 	// of the cluster the gateway runs in (built on first use).
 	Waker Waker
@@ -94,6 +97,8 @@ type Gateway struct {
 	askBudget   Counter
 	agentBudget Counter
 	limiter     *RateLimiter
+	quotas      *quotas
+	retry       *retryAfters
 	metrics     *metrics
 	audit       *audit.Log
 	now         func() time.Time
@@ -201,6 +206,8 @@ func New(o Options) (*Gateway, error) {
 		askBudget:   o.Budgets("ask", m.AskBudgetPerMinute, time.Minute),
 		agentBudget: o.Budgets("agent", m.AgentBudgetPerMinute, time.Minute),
 		limiter:     limiter,
+		quotas:      newQuotas(o.Budgets, o.Quotas, o.Now),
+		retry:       &retryAfters{m: map[string]time.Duration{}},
 		audit:       o.Audit,
 		reqCtx:      mcpcancel.New(requestIDHeader),
 		now:         o.Now,
@@ -216,6 +223,7 @@ func New(o Options) (*Gateway, error) {
 	// keep only its warnings.
 	g.sdkLog = slog.New(warnOnly{o.Logger.Handler()})
 	g.metrics = newMetrics(map[string]Counter{"send": g.sendBudget, "ask": g.askBudget, "agent": g.agentBudget})
+	g.metrics.registry.MustRegister(g.quotas.refusals, quotaCollector{g})
 	hash := ""
 	if o.ConfigBytes != nil {
 		hash = configHash(o.ConfigBytes)
@@ -367,7 +375,7 @@ func (g *policy) mcpHandler() http.Handler {
 		})
 	}
 	refused := g.refusedHTTP
-	h := g.reqCtx.BindKeyed(requestKey, streamOrJSON(sdk(true), sdk(false)))
+	h := g.reqCtx.BindKeyed(requestKey, g.retry.header(streamOrJSON(sdk(true), sdk(false))))
 	h = g.cancelNotices(g.reqCtx, h)
 	h = readShape(h)
 	h = acceptGuard(refused, h)

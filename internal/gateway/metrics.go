@@ -30,7 +30,7 @@ func newMetrics(budgets map[string]Counter) *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "garra_mcp_calls_total", Help: "MCP tool calls by tool and outcome (ok, error, refused, invalid_params).",
+			Name: "garra_mcp_calls_total", Help: "MCP tool calls by tool and outcome (ok, error, refused, invalid_params, cancelled).",
 		}, []string{"tool", "outcome"}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "garra_mcp_refusals_total", Help: "Refused requests and tool calls by stable kind.",

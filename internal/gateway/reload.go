@@ -160,9 +160,9 @@ func (g *Gateway) reloadLocked() (string, []string) {
 	}
 	var problems, degraded []string
 	for _, p := range cfg.Check(g.getenv) {
-		switch {
-		case p.Warning:
-		case p.FailsClosed:
+		switch p.Severity() {
+		case config.SeverityWarning:
+		case config.SeverityDisabled:
 			degraded = append(degraded, cur.red.String(p.String()))
 		default:
 			problems = append(problems, cur.red.String(p.String()))
@@ -192,7 +192,7 @@ func (g *Gateway) reloadLocked() (string, []string) {
 	// Applied around them, failing closed: one orchestrator's missing token
 	// disables that orchestrator, not everybody's onboarding.
 	for _, d := range degraded {
-		g.log.Warn("config reloaded with a part disabled", "problem", d)
+		g.log.Warn("config reloaded with a part disabled", "severity", config.SeverityDisabled, "problem", d)
 	}
 	return ReloadApplied, nil
 }
@@ -205,7 +205,7 @@ func (g *Gateway) reject(fp string, problems []string) (string, []string) {
 	}
 	g.reload.rejectedFP = fp
 	for _, p := range problems {
-		g.log.Error("config not applied; the last good one keeps serving", "problem", p, "fix", "run garra config check on the file")
+		g.log.Error("config not applied; the last good one keeps serving", "severity", config.SeverityError, "problem", p, "fix", "run garra config check on the file")
 	}
 	return ReloadRejected, problems
 }

@@ -655,3 +655,26 @@ func TestReloadAppliesAroundAMissingToken(t *testing.T) {
 		t.Errorf("readyz reports a rejection: %v", resp.Header)
 	}
 }
+
+// A reload that gives a second orchestrator the first one's token is
+// refused, as garra config check refuses the file: both keep working.
+func TestReloadRejectsASharedToken(t *testing.T) {
+	l := newLive(t, nil)
+	l.writeToken("alpha", "alpha-token-1234567\n")
+	l.writeToken("beta", "beta-token-12345678\n")
+	cfg := func() string {
+		return "gateway:\n  api_key: " + ownerKey + "\n  mcp_http:\n    enabled: true\n" + l.orchestratorsYAML("[status]", "alpha", "beta") + "llm: {provider: ollama, model: llama3.2}\n"
+	}
+	l.writeConfig(cfg())
+	l.serve()
+	l.writeToken("beta", "alpha-token-1234567\n")
+	if got := l.gw.Reload(); got != gateway.ReloadRejected {
+		t.Fatalf("Reload with a shared token = %s, want rejected", got)
+	}
+	if code, _ := post(t, l.url, "alpha-token-1234567", toolsList, nil); code != 200 {
+		t.Errorf("alpha under the last good config: %d", code)
+	}
+	if !strings.Contains(l.logs.String(), `severity=error problem="gateway.mcp_http.orchestrators[beta].key_file: holds the same token as orchestrator \"alpha\"`) {
+		t.Errorf("the rejection does not name beta's key_file:\n%s", l.logs.String())
+	}
+}

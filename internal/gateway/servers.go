@@ -26,6 +26,8 @@ func (g *policy) newMCPServer(c mcppolicy.Caller) *mcp.Server {
 		Chats: &mcpserver.Chats{Store: g.store, Sender: g.sender, Approved: g.cfg.Channels.Telegram.ProactiveChatIDs,
 			Redactor: g.builtinRed, Started: g.started},
 		Budgets:         mcpserver.Budgets{Send: g.sendBudget, Ask: g.askBudget, Agent: g.agentBudget},
+		Quota:           g.quotas.set(c, g.cfg.Gateway.MCPHTTP),
+		RetryAfter:      g.retry.note,
 		Redactor:        g.red,
 		Observe:         g.metrics.observe,
 		CallContext:     g.callContext,

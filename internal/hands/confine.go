@@ -57,6 +57,10 @@ type ConfineOptions struct {
 	// TempDir is where each call's private temporary directory is made;
 	// "" is os.TempDir().
 	TempDir string
+	// Namespaces says whether calls can have namespaces of their own (nil)
+	// or why not; nil asks the kernel (procguard.NamespacesAvailable).
+	// Tests force an answer.
+	Namespaces func() error
 }
 
 // systemRead are the paths every call may read and execute: the programs,
@@ -102,6 +106,8 @@ type Confinement struct {
 	// (a config file kept in the project): then the file alone is.
 	configDir string
 	tempDir   string
+	// nsOff is why calls get no namespaces of their own; "" when they do.
+	nsOff string
 }
 
 var _ tools.Confiner = (*Confinement)(nil)
@@ -114,6 +120,17 @@ func NewConfinement(cfg *config.Config, o ConfineOptions) *Confinement {
 		o.ABI = procguard.LandlockABI
 	}
 	c.abi = o.ABI()
+	if o.Namespaces == nil {
+		o.Namespaces = procguard.NamespacesAvailable
+	}
+	switch err := o.Namespaces(); {
+	case err != nil:
+		c.nsOff = "unprivileged user namespaces unavailable: " + err.Error()
+	case c.abi == 0 && os.Getuid() == 0:
+		// Root keeps its capabilities in its own namespaces and, with
+		// no Landlock to forbid mount changes, could undo them.
+		c.nsOff = "running as root without Landlock"
+	}
 	if c.tempDir == "" {
 		c.tempDir = os.TempDir()
 	}
@@ -178,7 +195,7 @@ func (c *Confinement) String() string {
 		if c.Required() {
 			return fmt.Sprintf("none: this kernel offers no Landlock, so host bash is refused (%s, %s)", c.mode, c.modeWhy)
 		}
-		return fmt.Sprintf("none: this kernel offers no Landlock, so host bash runs unconfined (%s, %s)", c.mode, c.modeWhy)
+		return fmt.Sprintf("no Landlock on this kernel, so host bash runs without file confinement; %s (%s, %s)", c.namespaces(), c.mode, c.modeWhy)
 	}
 	var parts []string
 	parts = append(parts, fmt.Sprintf("landlock ABI %d: files", c.abi))
@@ -195,7 +212,20 @@ func (c *Confinement) String() string {
 	} else {
 		parts = append(parts, "signals and abstract sockets NOT scoped (ABI 6)")
 	}
+	parts = append(parts, c.namespaces())
 	return fmt.Sprintf("%s (%s, %s)", strings.Join(parts, ", "), c.mode, c.modeWhy)
+}
+
+// namespaces names the namespaces each call gets, or why none.
+func (c *Confinement) namespaces() string {
+	if c.nsOff != "" {
+		return "no namespaces (" + c.nsOff + "; .git config and hooks stay writable)"
+	}
+	ns := "namespaces: user, mount (.git config, hooks and info read-only), pid"
+	if c.noConnect {
+		ns += ", net (egress none)"
+	}
+	return ns
 }
 
 // Warning is what the startup log warns about: bash running where the
@@ -210,11 +240,22 @@ func (c *Confinement) Warning() string {
 // Confine implements tools.Confiner: the domain of one call in dir, with
 // its private TMPDIR, or ErrUnconfined.
 func (c *Confinement) Confine(dir string) (tools.Confinement, error) {
-	if c.abi == 0 {
-		if c.Required() {
-			return tools.Confinement{}, ErrUnconfined
+	if c.abi == 0 && c.Required() {
+		return tools.Confinement{}, ErrUnconfined
+	}
+	var ns *procguard.Namespaces
+	if c.nsOff == "" {
+		split, err := tools.SplitGit(dir)
+		if err != nil {
+			return tools.Confinement{}, err
 		}
-		return tools.Confinement{}, nil
+		ns = &procguard.Namespaces{ReadOnly: split.ReadOnly, Net: c.noConnect}
+		if split.Pin != "" {
+			ns.Pin = []string{split.Pin}
+		}
+	}
+	if c.abi == 0 {
+		return tools.Confinement{Namespaces: ns}, nil
 	}
 	tmp, err := os.MkdirTemp(c.tempDir, "garra-bash-")
 	if err != nil {
@@ -234,8 +275,9 @@ func (c *Confinement) Confine(dir string) (tools.Confinement, error) {
 			Write:     append(write, tmp),
 			NoConnect: c.noConnect,
 		},
-		Env:     []string{"TMPDIR=" + tmp},
-		Release: release,
+		Namespaces: ns,
+		Env:        []string{"TMPDIR=" + tmp},
+		Release:    release,
 	}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -59,7 +60,16 @@ func runHelper() int {
 	ws := os.Getenv("GARRA_TEST_WS")
 	var conf tools.Confiner
 	if os.Getenv("GARRA_TEST_CONFINE") != "off" {
-		conf = hands.NewConfinement(cfg, hands.ConfineOptions{Role: hands.RoleGateway, ConfigPath: os.Getenv("GARRA_TEST_CONFIG")})
+		o := hands.ConfineOptions{Role: hands.RoleGateway, ConfigPath: os.Getenv("GARRA_TEST_CONFIG")}
+		if os.Getenv("GARRA_TEST_NS") == "off" {
+			o.Namespaces = func() error { return errors.New("off for the test") }
+		}
+		if a := os.Getenv("GARRA_TEST_ABI"); a != "" {
+			n, _ := strconv.Atoi(a)
+			o.ABI = func() int { return n }
+		}
+		conf = hands.NewConfinement(cfg, o)
+		fmt.Fprintln(os.Stderr, conf)
 	}
 	bash := hands.Bash(cfg, tools.BashExposure{Where: tools.BashHost}, ws, conf)
 	var cmds []string
@@ -69,6 +79,7 @@ func runHelper() int {
 	}
 	var out []report
 	for _, c := range cmds {
+		c = strings.ReplaceAll(c, "GARRA_PID", strconv.Itoa(os.Getpid()))
 		o, code, err := bash.Run(context.Background(), c, "")
 		r := report{Output: o, Code: code}
 		if err != nil {
@@ -96,7 +107,10 @@ const (
 	canaryOther  = "other-ws-canary-19bb"
 )
 
-func newWorld(t testing.TB) *world {
+func newWorld(t testing.TB) *world { t.Helper(); return newWorldAs(t, testUID) }
+
+// newWorldAs is newWorld for uid (where the test runs as root).
+func newWorldAs(t testing.TB, uid int) *world {
 	t.Helper()
 	base, err := os.MkdirTemp("", "hands-test-")
 	if err != nil {
@@ -142,12 +156,12 @@ func newWorld(t testing.TB) *world {
 			if err != nil {
 				return err
 			}
-			return os.Lchown(p, testUID, testUID)
+			return os.Lchown(p, uid, uid)
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.cred = &syscall.Credential{Uid: testUID, Gid: testUID}
+		w.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}
 	}
 	return w
 }
@@ -279,16 +293,15 @@ func exists(p string) bool {
 	return err == nil
 }
 
-// With egress none, confined bash opens no TCP connection, however it
-// tries; unconfined, each try connects.
-func TestConfinedBashEgressNone(t *testing.T) {
-	needLandlock(t)
-	w := newWorld(t)
+// listenLoopback accepts connections on the host's loopback until the
+// test ends, and returns its port.
+func listenLoopback(t *testing.T) string {
+	t.Helper()
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = ln.Close() }()
+	t.Cleanup(func() { _ = ln.Close() })
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -298,7 +311,15 @@ func TestConfinedBashEgressNone(t *testing.T) {
 			_ = c.Close()
 		}
 	}()
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// With egress none, confined bash opens no TCP connection, however it
+// tries; unconfined, each try connects.
+func TestConfinedBashEgressNone(t *testing.T) {
+	needLandlock(t)
+	w := newWorld(t)
+	port := listenLoopback(t)
 	cmds := []string{
 		"exec 3<>/dev/tcp/127.0.0.1/" + port + " && echo CONNECTED",
 		"p=" + port + "; /usr/bin/python3 -c 'import socket,sys; socket.create_connection((\"127.0.0.1\", int(sys.argv[1]))); print(\"CONNECTED\")' $p",
@@ -367,25 +388,183 @@ func TestConfinedBashDoesOrdinaryWork(t *testing.T) {
 }
 
 // What confinement adds to one bash call (`true`), side by side with the
-// same call unconfined, as an unprivileged user would run it (both through
+// same call unconfined, as an unprivileged user would run it (all through
 // the limit stage, which the process limit already needs): making the
-// call's TMPDIR, the ruleset, and entering it.
+// call's TMPDIR, the ruleset, and entering it; then the namespaces on top
+// (user, mount with the .git split of a repository, PID with its /proc),
+// and with egress none a network namespace too.
 func BenchmarkConfinedBash(b *testing.B) {
 	if procguard.LandlockABI() == 0 {
 		b.Skip("this kernel offers no Landlock")
 	}
-	w := newWorld(b)
-	for _, confine := range []bool{false, true} {
-		b.Run(map[bool]string{false: "unconfined", true: "confined"}[confine], func(b *testing.B) {
+	w := newWorldAs(b, nsUID)
+	if r := w.run(b, true, []string{"git init -q && echo ok"})[0]; r.Output != "ok\n" {
+		b.Fatalf("git init: %+v", r)
+	}
+	for _, bc := range []struct {
+		name    string
+		confine bool
+		env     []string
+	}{
+		{"unconfined", false, nil},
+		{"landlock", true, []string{"GARRA_TEST_NS=off"}},
+		{"landlock+namespaces", true, nil},
+		{"landlock+namespaces+net", true, []string{"GARRA_TEST_EGRESS=none"}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
 			cmds := make([]string, b.N)
 			for i := range cmds {
 				cmds[i] = "true"
 			}
 			b.ResetTimer()
-			rs := w.run(b, confine, cmds)
+			rs := w.run(b, bc.confine, cmds, bc.env...)
 			if rs[0].Code != 0 || rs[0].Err != "" {
 				b.Fatalf("%+v", rs[0])
 			}
 		})
+	}
+}
+
+// nsUID is the uid of the namespace tests: none of the other tests' (the
+// process limit counts the uid's tasks).
+const nsUID = 65530
+
+// needNamespaces skips where an unprivileged user cannot have namespaces.
+func needNamespaces(t *testing.T, w *world) {
+	t.Helper()
+	r := w.run(t, true, []string{"echo \"pid=$$\""}, "GARRA_TEST_ABI=0")[0]
+	if r.Output != "pid=1\n" {
+		t.Skipf("no namespaces for an unprivileged user here: %+v", r)
+	}
+}
+
+// gitState is what of .git git runs or reads as config: each file's
+// content under config, hooks/ and info/, and whether .git is there.
+func gitState(t *testing.T, ws string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, root := range []string{"config", "hooks", "info"} {
+		_ = filepath.Walk(filepath.Join(ws, ".git", root), func(p string, fi os.FileInfo, err error) error {
+			if err == nil && !fi.IsDir() {
+				data, _ := os.ReadFile(p)
+				fmt.Fprintf(&b, "%s %x\n", p, data)
+			}
+			return nil
+		})
+	}
+	return b.String()
+}
+
+// In its namespaces, bash in a workspace cannot change .git's config,
+// hooks or info, however it spells the write, nor put another .git in the
+// place of this one; it still commits. With namespaces off (Landlock on in
+// both runs) each write gets through, so the test can fail.
+func TestConfinedBashCannotChangeGit(t *testing.T) {
+	needLandlock(t)
+	if !exists("/usr/bin/git") || !exists("/usr/bin/python3") {
+		t.Skip("needs git and python3")
+	}
+	w := newWorldAs(t, nsUID)
+	needNamespaces(t, w)
+	init := w.run(t, true, []string{"git init -q && echo a > a && git add a && git commit -qm first && echo inited"})[0]
+	if !strings.Contains(init.Output, "inited") {
+		t.Fatalf("git init: %+v", init)
+	}
+	writes := map[string]string{
+		"config append":        `printf '[alias]\n\tst = !touch pwned\n' >> .git/config`,
+		"config via variables": `d=.git; f=config; printf '[core]\n\tfsmonitor = touch pwned\n' >> "$d/$f"`,
+		"git config --local":   `git config --local core.fsmonitor 'touch pwned'`,
+		"config via python":    `/usr/bin/python3 -c 'open(".git/config", "a").write("[core]\n\tpager = touch pwned\n")'`,
+		"config replaced":      `cp .git/config c && echo '[core] hooksPath = /tmp' >> c && mv c .git/config`,
+		"new hook via cp":      `printf '#!/bin/sh\ntouch pwned\n' > h && chmod +x h && cp h .git/hooks/pre-commit`,
+		"sample hook modified": `echo 'touch pwned' >> .git/hooks/pre-push.sample`,
+		"hook via python":      `/usr/bin/python3 -c 'import os; open(".git/hooks/post-commit", "w").write("#!/bin/sh\ntouch pwned\n")'`,
+		"hook via a script":    `printf 'echo touch pwned > .git/hooks/pre-rebase\n' > s.sh && sh s.sh`,
+		"info attributes":      `echo '* filter=pwn' > .git/info/attributes`,
+		"info exclude":         `echo pwned >> .git/info/exclude`,
+	}
+	var names, cmds []string
+	for name, cmd := range writes {
+		names, cmds = append(names, name), append(cmds, cmd+" && echo CHANGED")
+	}
+	// Last: it takes the repository away from the control.
+	names, cmds = append(names, "another .git in its place"), append(cmds, "mv .git old && mkdir .git && echo CHANGED")
+	commit := "echo b > b && git add b && git commit -qm second && git log -1 --format=%s"
+	before := gitState(t, w.ws)
+	rs := w.run(t, true, append(cmds, commit))
+	for i, r := range rs[:len(cmds)] {
+		if strings.Contains(r.Output, "CHANGED") {
+			t.Errorf("in namespaces, %s got through: %+v", names[i], r)
+		}
+	}
+	if after := gitState(t, w.ws); after != before {
+		t.Errorf(".git changed in namespaces:\nbefore %s\nafter %s", before, after)
+	}
+	if r := rs[len(cmds)]; r.Code != 0 || r.Output != "second\n" {
+		t.Errorf("git commit in namespaces: %+v", r)
+	}
+	rs = w.run(t, true, cmds, "GARRA_TEST_NS=off")
+	for i, r := range rs {
+		if !strings.Contains(r.Output, "CHANGED") {
+			t.Errorf("control: %s did not get through, so the test cannot tell: %+v", names[i], r)
+		}
+	}
+}
+
+// With egress none, the call's network namespace alone (Landlock off)
+// keeps it from the host's loopback; without it the same connect gets
+// through, so the test can fail. A server the call starts for itself
+// stays reachable.
+func TestNetworkNamespaceEgressNone(t *testing.T) {
+	w := newWorldAs(t, nsUID)
+	needNamespaces(t, w)
+	port := listenLoopback(t)
+	cmds := []string{
+		"exec 3<>/dev/tcp/127.0.0.1/" + port + " && echo CONNECTED",
+		"/usr/bin/python3 -c 'import socket,sys; socket.create_connection((\"127.0.0.1\", int(sys.argv[1]))); print(\"CONNECTED\")' " + port,
+	}
+	own := "/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(); " +
+		"socket.create_connection(s.getsockname()); print(\"OWN\")'"
+	for _, ns := range []bool{true, false} {
+		env := []string{"GARRA_TEST_EGRESS=none", "GARRA_TEST_ABI=0"}
+		if !ns {
+			env = append(env, "GARRA_TEST_NS=off")
+		}
+		rs := w.run(t, true, append(cmds, own), env...)
+		for i, r := range rs[:len(cmds)] {
+			connected := strings.Contains(r.Output, "CONNECTED")
+			if ns && connected {
+				t.Errorf("in a network namespace, command %d connected: %+v", i, r)
+			}
+			if !ns && !connected {
+				t.Errorf("control command %d did not connect, so the test cannot tell: %+v", i, r)
+			}
+		}
+		if r := rs[len(cmds)]; !strings.Contains(r.Output, "OWN") {
+			t.Errorf("namespaces %v: the call's own server was unreachable: %+v", ns, r)
+		}
+	}
+}
+
+// In its PID namespace (Landlock off, whose signal scope would hide the
+// difference), bash sees only its own processes and cannot signal garra
+// by its pid; without it, it can, so the test can fail.
+func TestPIDNamespace(t *testing.T) {
+	w := newWorldAs(t, nsUID)
+	needNamespaces(t, w)
+	cmd := "echo procs=$(ps -e -o pid= | wc -l); kill -0 GARRA_PID && echo SIGNALLED"
+	for _, ns := range []bool{true, false} {
+		env := []string{"GARRA_TEST_ABI=0"}
+		if !ns {
+			env = append(env, "GARRA_TEST_NS=off")
+		}
+		r := w.run(t, true, []string{cmd}, env...)[0]
+		signalled := strings.Contains(r.Output, "SIGNALLED")
+		if ns && (signalled || !strings.Contains(r.Output, "procs=4\n")) {
+			t.Errorf("in a PID namespace: %+v (want procs=4: bash, the substitution, ps, wc)", r)
+		}
+		if !ns && (!signalled || strings.Contains(r.Output, "procs=4\n")) {
+			t.Errorf("control: %+v, so the test cannot tell", r)
+		}
 	}
 }

@@ -92,18 +92,24 @@ func TestConfinementString(t *testing.T) {
 	one.Gateway.MCPHTTP.Orchestrators = []config.Orchestrator{{Name: "a", Tools: []string{"agent"}}}
 	none := config.Default()
 	none.Agent.Egress = config.EgressNone
+	noNS := errors.New("probe said no")
 	for _, tc := range []struct {
 		cfg  *config.Config
 		role hands.Role
 		abi  int
+		ns   error
 		want string
 	}{
-		{one, hands.RoleGateway, 7, "landlock ABI 7: files, egress internet, signals and abstract sockets scoped (best-effort, default)"},
-		{twoLocal(), hands.RoleGateway, 7, "(required, default: local workspaces of more than one orchestrator)"},
-		{none, hands.RoleLaptop, 7, "egress none (TCP connect denied)"},
-		{none, hands.RoleLaptop, 3, "egress none NOT enforced (TCP needs ABI 4), signals and abstract sockets NOT scoped (ABI 6)"},
+		{one, hands.RoleGateway, 7, nil, "landlock ABI 7: files, egress internet, signals and abstract sockets scoped, " +
+			"namespaces: user, mount (.git config, hooks and info read-only), pid (best-effort, default)"},
+		{twoLocal(), hands.RoleGateway, 7, nil, "(required, default: local workspaces of more than one orchestrator)"},
+		{none, hands.RoleLaptop, 7, nil, "egress none (TCP connect denied), signals and abstract sockets scoped, " +
+			"namespaces: user, mount (.git config, hooks and info read-only), pid, net (egress none)"},
+		{none, hands.RoleLaptop, 3, noNS, "egress none NOT enforced (TCP needs ABI 4), signals and abstract sockets NOT scoped (ABI 6), " +
+			"no namespaces (unprivileged user namespaces unavailable: probe said no; .git config and hooks stay writable)"},
 	} {
-		got := hands.NewConfinement(tc.cfg, hands.ConfineOptions{Role: tc.role, ABI: abi(tc.abi)}).String()
+		got := hands.NewConfinement(tc.cfg, hands.ConfineOptions{Role: tc.role, ABI: abi(tc.abi),
+			Namespaces: func() error { return tc.ns }}).String()
 		if !strings.Contains(got, tc.want) {
 			t.Errorf("String() = %q, want it to hold %q", got, tc.want)
 		}

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	authv1 "k8s.io/api/authentication/v1"
@@ -50,12 +51,13 @@ func Config(kubeconfig string) (*rest.Config, error) {
 
 // statusCodecs decodes the API server's metav1.Status answers into
 // errors that apimachinery's errors package understands (IsNotFound,
-// IsForbidden, ...). Objects themselves are plain JSON.
-var statusCodecs = func() serializer.CodecFactory {
+// IsForbidden, ...). Objects themselves are plain JSON. Built on first
+// use: a command that never calls the API server does not pay for it.
+var statusCodecs = sync.OnceValue(func() serializer.CodecFactory {
 	s := runtime.NewScheme()
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
 	return serializer.NewCodecFactory(s)
-}()
+})
 
 // Client sends garra's few API requests.
 type Client struct {
@@ -68,7 +70,7 @@ type Client struct {
 func New(rc *rest.Config, timeout time.Duration) (*Client, error) {
 	c := rest.CopyConfig(rc)
 	c.GroupVersion = &schema.GroupVersion{}
-	c.NegotiatedSerializer = statusCodecs.WithoutConversion()
+	c.NegotiatedSerializer = statusCodecs().WithoutConversion()
 	c.ContentType = runtime.ContentTypeJSON
 	c.AcceptContentTypes = runtime.ContentTypeJSON
 	if c.UserAgent == "" {

@@ -97,6 +97,7 @@ func prepareAgent(_ context.Context, s *server, req *mcp.CallToolRequest) (*call
 		OnToolCall: mcpprogress.Reporter(req)}
 	return &call{
 		budget: s.o.Budgets.Agent, spent: errkinds.OverBudget,
+		quota: mcppolicy.ToolAgent, tokens: firstTurnBound(ar.SystemPrompt, ar.Message),
 		provider: ar.Provider, model: ar.Model,
 		run: func(ctx context.Context) (outcome, error) {
 			env, err := s.o.Agent.RunAgent(ctx, c)
@@ -108,7 +109,7 @@ func prepareAgent(_ context.Context, s *server, req *mcp.CallToolRequest) (*call
 	}, nil
 }
 
-func refusedAgent(kind errkinds.Kind) *mcp.CallToolResult {
-	env := agent.Envelope{ToolCalls: []agent.ToolCallSummary{}, Error: &ask.Error{Kind: kind, Message: kind.Message()}}
+func refusedAgent(e *ask.Error) *mcp.CallToolResult {
+	env := agent.Envelope{ToolCalls: []agent.ToolCallSummary{}, Error: e}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: env.JSON()}}, IsError: true}
 }

@@ -81,6 +81,7 @@ func prepareAsk(_ context.Context, s *server, req *mcp.CallToolRequest) (*call, 
 	}
 	return &call{
 		budget: s.o.Budgets.Ask, spent: errkinds.OverBudget,
+		quota: mcppolicy.ToolAsk, tokens: askBound(ar),
 		provider: ar.Provider, model: ar.Model,
 		run: func(ctx context.Context) (outcome, error) {
 			env := s.o.Ask.Ask(ctx, ar)

@@ -11,6 +11,7 @@ import (
 	"github.com/garraia/garra/internal/ask"
 	"github.com/garraia/garra/internal/audit"
 	"github.com/garraia/garra/internal/errkinds"
+	"github.com/garraia/garra/internal/llm"
 	"github.com/garraia/garra/internal/mcppolicy"
 )
 
@@ -25,7 +26,7 @@ type tool struct {
 	// any other is invalid params (-32602) and names the field.
 	prepare func(ctx context.Context, s *server, req *mcp.CallToolRequest) (*call, error)
 	// refused is the tool's envelope of a refusal.
-	refused func(kind errkinds.Kind) *mcp.CallToolResult
+	refused func(e *ask.Error) *mcp.CallToolResult
 	// redactFailure applies the operator's patterns to the error message
 	// of a failed run (the gateway's garra_ask error path).
 	redactFailure bool
@@ -42,6 +43,11 @@ type call struct {
 	// when it has no room left.
 	budget Budget
 	spent  errkinds.Kind
+	// quota is the tool the caller's own quota charges ("" = none) and
+	// tokens what its first model call may cost at most, held before
+	// the run.
+	quota  string
+	tokens int64
 	// run does the work. A *mcppolicy.Refused error refuses the call; any
 	// other is invalid params.
 	run func(ctx context.Context) (outcome, error)
@@ -89,15 +95,32 @@ func (s *server) serve(ctx context.Context, req *mcp.CallToolRequest, t *tool) (
 // decide runs every step up to the audit line.
 func (s *server) decide(ctx context.Context, t *tool, req *mcp.CallToolRequest) (*mcp.CallToolResult, callInfo, error) {
 	if kind := mcppolicy.Refusal(s.c, s.l, t.name); kind != "" {
-		return t.refused(kind), refusedInfo(kind), nil
+		return t.refused(refusal(kind)), refusedInfo(kind), nil
 	}
 	c, err := t.prepare(ctx, s, req)
 	if err != nil {
 		return s.rejected(t, err, callInfo{})
 	}
 	info := callInfo{provider: c.provider, model: c.model}
+	// The caller's own quota before the shared budget: a caller over its
+	// quota must not spend what the others share.
+	if c.quota != "" {
+		g, r := s.o.Quota.Admit(c.quota, c.tokens)
+		if r != nil {
+			if s.o.RetryAfter != nil {
+				s.o.RetryAfter(req, r.RetryAfter)
+			}
+			e := refusal(errkinds.OverQuota)
+			e.Message, e.Quota, e.RetryAfterSecs = r.Message(), r.Quota, r.RetryAfterSecs()
+			return t.refused(e), refusedInfo(errkinds.OverQuota), nil
+		}
+		defer g.Done()
+		if g != nil {
+			ctx = llm.WithMeter(ctx, g)
+		}
+	}
 	if c.budget != nil && !c.budget.Take() {
-		return t.refused(c.spent), refusedInfo(c.spent), nil
+		return t.refused(refusal(c.spent)), refusedInfo(c.spent), nil
 	}
 	out, err := c.run(ctx)
 	if err != nil {
@@ -109,6 +132,10 @@ func (s *server) decide(ctx context.Context, t *tool, req *mcp.CallToolRequest) 
 			out.failure.Message = s.o.Redactor.String(out.failure.Message)
 		}
 		info.outcome, info.kind = audit.OutcomeError, out.failure.Kind
+		if out.failure.Kind == errkinds.Cancelled {
+			// The caller's doing, not a failure: counted apart in metrics.
+			info.outcome = audit.OutcomeCancelled
+		}
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out.envelope()}}, IsError: out.failure != nil}, info, nil
 }
@@ -117,7 +144,7 @@ func (s *server) decide(ctx context.Context, t *tool, req *mcp.CallToolRequest) 
 // the tool's envelope, or invalid params naming the field.
 func (s *server) rejected(t *tool, err error, info callInfo) (*mcp.CallToolResult, callInfo, error) {
 	if r, ok := errors.AsType[*mcppolicy.Refused](err); ok {
-		return t.refused(r.Kind), refusedInfo(r.Kind), nil
+		return t.refused(refusal(r.Kind)), refusedInfo(r.Kind), nil
 	}
 	info.outcome, info.kind = audit.OutcomeInvalidParams, mcppolicy.InvalidKind(s.c)
 	return nil, info, err
@@ -135,8 +162,14 @@ func refusedInfo(kind errkinds.Kind) callInfo {
 	return callInfo{outcome: audit.OutcomeRefused, kind: kind}
 }
 
+// refusal is the error half of kind's refusal envelope, with its fixed
+// message.
+func refusal(kind errkinds.Kind) *ask.Error {
+	return &ask.Error{Kind: kind, Message: kind.Message()}
+}
+
 // refusedAsk is garra.ask.v1's refusal; refusedAgent garra.agent.v1's.
-func refusedAsk(kind errkinds.Kind) *mcp.CallToolResult {
-	env := ask.Envelope{Error: &ask.Error{Kind: kind, Message: kind.Message()}}
+func refusedAsk(e *ask.Error) *mcp.CallToolResult {
+	env := ask.Envelope{Error: e}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: env.JSON()}}, IsError: true}
 }

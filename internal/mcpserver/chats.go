@@ -182,12 +182,17 @@ func (s *server) statusData(ctx context.Context) map[string]any {
 	for _, name := range []string{chat.ChannelTelegram, chat.ChannelWeb} {
 		channels = append(channels, map[string]any{"name": name, "online": name == chat.ChannelWeb || ch.Sender.Online(name)})
 	}
-	return map[string]any{
+	data := map[string]any{
 		"version":       s.o.Version,
 		"uptime_secs":   int64(s.o.Now().Sub(ch.Started).Seconds()),
 		"channels":      channels,
 		"conversations": len(convs),
 	}
+	if s.o.Quota.Bounded() {
+		// The caller's own quota only: what is left of each it has.
+		data["quota"] = s.o.Quota.Status()
+	}
+	return data
 }
 
 // scopedChats is the conversations the caller may see, titles redacted

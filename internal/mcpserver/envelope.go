@@ -6,7 +6,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/garraia/garra/internal/ask"
-	"github.com/garraia/garra/internal/errkinds"
 )
 
 // SchemaMCP tags the envelope of every gateway tool but garra_ask and
@@ -29,9 +28,9 @@ func okOutcome(tool string, data any) outcome {
 }
 
 // refusedMCP is the garra.mcp.v1 refusal of tool.
-func refusedMCP(tool string) func(errkinds.Kind) *mcp.CallToolResult {
-	return func(kind errkinds.Kind) *mcp.CallToolResult {
-		text := encode(mcpEnvelope{Schema: SchemaMCP, Tool: tool, Error: &ask.Error{Kind: kind, Message: kind.Message()}})
+func refusedMCP(tool string) func(*ask.Error) *mcp.CallToolResult {
+	return func(e *ask.Error) *mcp.CallToolResult {
+		text := encode(mcpEnvelope{Schema: SchemaMCP, Tool: tool, Error: e})
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: true}
 	}
 }

@@ -64,6 +64,26 @@ func (s *server) llmRequest(tool string, a askArgs) (ask.Request, int, error) {
 	return req, timeout, nil
 }
 
+// firstTurnBound is what the first model call of a garra_ask or
+// garra_agent call can cost at least: its message and system prompt under
+// the output cap. A call whose caller's token quota cannot hold it is
+// refused before anything is spent; later turns, and what the core adds
+// to the prompt, are reserved as each model call is made.
+func firstTurnBound(system, message string) int64 {
+	return llm.Bound(llm.Request{System: system, Messages: []llm.Message{{Role: llm.RoleUser, Content: message}}})
+}
+
+// askBound is exactly the bound of garra_ask's one model call, the
+// core's default prompt included, so that the call reserves its tokens
+// once, before anything is spent.
+func askBound(ar ask.Request) int64 {
+	system := ar.SystemPrompt
+	if system == "" {
+		system = ask.DefaultSystemPrompt
+	}
+	return llm.Bound(llm.Request{System: system, Messages: ask.Conversation(nil, ar.Message)})
+}
+
 // llmTexts are the descriptions an LLM tool's schema gives its properties
 // on one surface.
 type llmTexts struct {

@@ -102,7 +102,7 @@ func prepareSend(_ context.Context, s *server, req *mcp.CallToolRequest) (*call,
 			return out, nil
 		}}, nil
 	}
-	return &call{budget: s.o.Budgets.Send, spent: errkinds.RateLimited, run: func(ctx context.Context) (outcome, error) {
+	return &call{budget: s.o.Budgets.Send, spent: errkinds.RateLimited, quota: mcppolicy.ToolSendMessage, run: func(ctx context.Context) (outcome, error) {
 		if err := ch.Sender.Send(ctx, channel, chatID, text); err != nil {
 			// The channel's own text stays in the log.
 			s.o.Logger.Warn("send failed", "caller", s.c.Name, "channel", channel, "error", err)

@@ -25,6 +25,7 @@ import (
 	"github.com/garraia/garra/internal/chat"
 	"github.com/garraia/garra/internal/errkinds"
 	"github.com/garraia/garra/internal/mcppolicy"
+	"github.com/garraia/garra/internal/quota"
 	"github.com/garraia/garra/internal/redact"
 	"github.com/garraia/garra/internal/toolchain"
 )
@@ -85,6 +86,12 @@ type Options struct {
 	// Budgets are charged after the refusal chain and the argument checks
 	// pass, so a refused call costs nothing.
 	Budgets Budgets
+	// Quota is the caller's own allowance (an orchestrator's on the
+	// gateway), charged before Budgets; nil = none.
+	Quota *quota.Set
+	// RetryAfter is told how long a call refused by Quota should wait
+	// (the gateway's Retry-After header); nil = none.
+	RetryAfter func(req *mcp.CallToolRequest, d time.Duration)
 	// Redactor is the operator's patterns and secret values, applied where
 	// the gateway's spec puts them on top of the built-ins: garra_ask's
 	// error path and the text garra_send_message sends. nil on stdio,

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -30,6 +31,8 @@ import (
 //     that is not a JSON-RPC message a -32600 invalid request, both with id
 //     null unless the line carried a usable id. The server then reads the
 //     next line. The SDK on its own ends the session at the first such line.
+//   - A request the client cancels (notifications/cancelled) while it runs
+//     gets no response, as MCP asks; the SDK would still send one.
 //   - End of input is passed on only once every request read so far has
 //     been answered. The SDK on its own stops writing replies as soon as it
 //     sees end of input, so `echo '{…"initialize"…}' | garra mcp-server`
@@ -79,15 +82,45 @@ const (
 
 // inflight counts the requests handed to the SDK that still await a reply.
 type inflight struct {
-	mu      sync.Mutex
-	ids     map[jsonrpc.ID]int
-	n       int
-	broken  bool          // Out failed: no reply can come any more
-	changed chan struct{} // closed and replaced whenever n or broken changes
+	mu  sync.Mutex
+	ids map[jsonrpc.ID]int
+	n   int
+	// cancelled are requests the client cancelled while awaited: MCP says
+	// a cancelled request gets no response, and the SDK still writes one.
+	cancelled map[jsonrpc.ID]int
+	broken    bool          // Out failed: no reply can come any more
+	changed   chan struct{} // closed and replaced whenever n or broken changes
 }
 
 func newInflight() *inflight {
-	return &inflight{ids: map[jsonrpc.ID]int{}, changed: make(chan struct{})}
+	return &inflight{ids: map[jsonrpc.ID]int{}, cancelled: map[jsonrpc.ID]int{}, changed: make(chan struct{})}
+}
+
+// cancel settles an awaited id as cancelled, so that its reply is dropped.
+func (f *inflight) cancel(id jsonrpc.ID) {
+	f.mu.Lock()
+	_, awaited := f.ids[id]
+	if awaited {
+		f.cancelled[id]++
+	}
+	f.mu.Unlock()
+	f.done(id)
+}
+
+// swallow reports whether a reply to id is one to drop, consuming the mark.
+func (f *inflight) swallow(id jsonrpc.ID) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.cancelled[id]
+	switch {
+	case !ok:
+		return false
+	case c == 1:
+		delete(f.cancelled, id)
+	default:
+		f.cancelled[id] = c - 1
+	}
+	return true
 }
 
 func (f *inflight) notify() {
@@ -157,8 +190,18 @@ type replyWriter struct {
 }
 
 func (r *replyWriter) Write(p []byte) (int, error) {
+	line := p
+	if msgs := decodeLine(p); len(msgs) == 1 {
+		if resp, ok := msgs[0].(*jsonrpc.Response); ok && r.pending.swallow(resp.ID) {
+			return len(p), nil // the reply to a cancelled request
+		}
+		line = withErrorCode(msgs[0], p)
+	}
 	r.mu.Lock()
-	n, err := r.w.Write(p)
+	n, err := r.w.Write(line)
+	if err == nil {
+		n = len(p) // the SDK wrote p; what went out may differ in length
+	}
 	r.mu.Unlock()
 	if err != nil {
 		r.pending.fail()
@@ -170,6 +213,30 @@ func (r *replyWriter) Write(p []byte) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// notInitialized is how the SDK words a call before initialize, which it
+// answers with an error lacking a code (0 on the wire).
+const notInitialized = "is invalid during session initialization"
+
+// withErrorCode gives that error the code of an invalid request and says
+// what to send first; any other line is returned as it is.
+func withErrorCode(msg jsonrpc.Message, line []byte) []byte {
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok || resp.Error == nil {
+		return line
+	}
+	var werr *jsonrpc.Error
+	if errors.As(resp.Error, &werr) && werr.Code != 0 || !strings.Contains(resp.Error.Error(), notInitialized) {
+		return line
+	}
+	resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+		Message: "Invalid Request: " + resp.Error.Error() + ": send initialize first (or, from protocol 2026-07-28, the version in each request's _meta)"}
+	data, err := jsonrpc.EncodeMessage(resp)
+	if err != nil {
+		return line
+	}
+	return append(data, '\n')
 }
 
 // Close leaves Out open: the process owns its stdout.
@@ -296,7 +363,7 @@ func (l *lineFilter) accept(line []byte) ([]byte, error) {
 			l.pending.add(req.ID)
 		} else if req.Method == "notifications/cancelled" {
 			if id, ok := mcpcancel.CancelledID(req.Params); ok {
-				l.pending.done(id)
+				l.pending.cancel(id)
 			}
 		}
 	}

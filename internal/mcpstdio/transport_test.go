@@ -228,6 +228,49 @@ func TestTransportDoesNotWaitForCancelledRequests(t *testing.T) {
 	}
 }
 
+// A request the client cancels while it runs gets no response (MCP: the
+// receiver should not send one); the requests around it are answered.
+func TestTransportSendsNoResponseToACancelledRequest(t *testing.T) {
+	inR, inW := io.Pipe()
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- mcpserver.New(*testServer(t, time.Hour)).Run(context.Background(), &Transport{In: inR, Out: out})
+	}()
+	waitFor := func(id string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(out.String(), `"id":`+id+`,`) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no reply to %s:\n%s", id, out.String())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	write := func(line string) {
+		t.Helper()
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(initLine)
+	waitFor("1")
+	write(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	write(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"garra_ask","arguments":{"message":"hi","timeout_secs":30}}}`)
+	time.Sleep(100 * time.Millisecond) // the call is running
+	write(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"user"}}`)
+	write(`{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+	waitFor("3")
+	time.Sleep(300 * time.Millisecond) // room for the reply that must not come
+	_ = inW.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if r, ok := byID(replies(t, out.String()))["2"]; ok {
+		t.Fatalf("the cancelled request got a response: %+v", r)
+	}
+}
+
 // failingWriter breaks after the first write, like a stdout whose reader
 // went away.
 type failingWriter struct {
@@ -309,5 +352,22 @@ func TestErrorTableStdioRowsMatchTheTransport(t *testing.T) {
 		if len(rs) != 1 || rs[0].Error == nil || rs[0].Error.Code != row.Code || !strings.HasPrefix(rs[0].Error.Message, prefix) {
 			t.Errorf("row %d %q: got %s", row.Code, row.Message, stdout)
 		}
+	}
+}
+
+// A call before initialize is an invalid request with its code, not the
+// SDK's codeless error (code 0 on the wire), and the session goes on.
+func TestTransportCallBeforeInitialize(t *testing.T) {
+	in := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}` + "\n" + strings.Replace(initLine, `"id":1`, `"id":2`, 1) + "\n"
+	stdout, err := serve(t, testServer(t, 0), strings.NewReader(in), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := byID(replies(t, stdout))
+	if r := rs["1"]; r.Error == nil || r.Error.Code != -32600 || !strings.Contains(r.Error.Message, "send initialize first") {
+		t.Fatalf("tools/list before initialize: %s", stdout)
+	}
+	if r := rs["2"]; r.Error != nil || len(r.Result) == 0 {
+		t.Fatalf("initialize after it: %s", stdout)
 	}
 }

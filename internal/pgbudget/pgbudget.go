@@ -39,6 +39,7 @@ CREATE TABLE garra_budget_spends (
 );
 CREATE INDEX garra_budget_spends_by_time ON garra_budget_spends (name, at);
 `},
+	quotaMigration,
 }
 
 const migrationsTable = "garra_budget_migrations"
@@ -172,6 +173,24 @@ func (b *Budget) used() int {
 		return b.Limit() // report it spent: fail closed
 	}
 	return n
+}
+
+// oldest is the time of the oldest spend still in the window.
+const oldest = `
+SELECT COALESCE(min(at) + $3::bigint - COALESCE($2::bigint, (extract(epoch FROM now()) * 1000)::bigint), 0)
+FROM garra_budget_spends WHERE name = $1 AND at > COALESCE($2::bigint, (extract(epoch FROM now()) * 1000)::bigint) - $3::bigint`
+
+// Wait is how long until the oldest spend leaves the window, the earliest
+// a refused take can succeed: a refusal's Retry-After (the window when
+// the database does not answer).
+func (b *Budget) Wait() time.Duration {
+	ctx, cancel := context.WithTimeout(context.Background(), b.s.timeout)
+	defer cancel()
+	var ms int64
+	if err := b.s.pool.QueryRow(ctx, oldest, b.name, b.nowArg(), b.window.Milliseconds()).Scan(&ms); err != nil {
+		return b.window
+	}
+	return time.Duration(max(ms, 0)) * time.Millisecond
 }
 
 // Remaining is how many takes the window has room for now (0 when the

@@ -226,6 +226,15 @@ func runSupervised() int {
 		lim.Landlock = &procguard.Landlock{ABI: procguard.LandlockABI(), Write: strings.Split(w, ":"),
 			Read: strings.Split(os.Getenv("LANDLOCK_READ"), ":")}
 	}
+	if os.Getenv("NS") == "1" {
+		lim.Namespaces = &procguard.Namespaces{Net: os.Getenv("NS_NET") == "1"}
+		if ro := os.Getenv("NS_RO"); ro != "" {
+			lim.Namespaces.ReadOnly = strings.Split(ro, ":")
+		}
+		if pin := os.Getenv("NS_PIN"); pin != "" {
+			lim.Namespaces.Pin = strings.Split(pin, ":")
+		}
+	}
 	c := procguard.Command(ctx, lim, "/bin/sh", "-c", os.Getenv("CMD"))
 	c.Cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	c.Cmd.Dir = os.Getenv("DIR")
@@ -251,7 +260,11 @@ func repeatSupervised() int {
 	n, _ := strconv.Atoi(os.Getenv("N"))
 	maxProcs, _ := strconv.Atoi(os.Getenv("MAX_PROCS"))
 	for range n {
-		c := procguard.Command(context.Background(), procguard.Limits{MaxProcs: maxProcs}, "/bin/true")
+		lim := procguard.Limits{MaxProcs: maxProcs}
+		if os.Getenv("NS") == "1" {
+			lim.Namespaces = &procguard.Namespaces{Net: os.Getenv("NS_NET") == "1"}
+		}
+		c := procguard.Command(context.Background(), lim, "/bin/true")
 		c.Cmd.Env = []string{}
 		if err := c.Start(); err != nil {
 			fmt.Fprintln(os.Stderr, err)

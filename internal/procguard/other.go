@@ -4,6 +4,7 @@ package procguard
 
 import (
 	"context"
+	"errors"
 	"os/exec"
 	"time"
 )
@@ -55,3 +56,6 @@ func (c *Cmd) Wait() error {
 
 // LandlockABI is 0 here: there is no Landlock.
 func LandlockABI() int { return 0 }
+
+// NamespacesAvailable says there are none here.
+func NamespacesAvailable() error { return errors.New("this system has no Linux namespaces") }

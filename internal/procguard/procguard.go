@@ -64,6 +64,28 @@ type Limits struct {
 	// Landlock, when set, is the domain the command runs in (see
 	// Landlock). Nil runs it unconfined.
 	Landlock *Landlock
+	// Namespaces, when set, are the command's own namespaces (see
+	// Namespaces). Nil runs it in the caller's.
+	Namespaces *Namespaces
+}
+
+// Namespaces are what the command sees of the host's mounts and network.
+// The command always gets a user, a mount and a PID namespace (with a
+// /proc of its own); the rest is per field. A command can undo nothing
+// here unless it holds capabilities in its user namespace, which a command
+// of a non-root caller loses at its exec, and which Landlock, once entered,
+// stops from changing mounts whatever the caller.
+type Namespaces struct {
+	// Pin are paths bound over themselves, still writable: they can be
+	// neither removed nor renamed (a repository's .git, so that the
+	// command cannot set another one in its place).
+	Pin []string `json:"pin,omitempty"`
+	// ReadOnly are paths bound over themselves read-only (after Pin, so
+	// they may lie beneath one).
+	ReadOnly []string `json:"ro,omitempty"`
+	// Net gives the command an empty network namespace: only its own
+	// loopback, nothing of the host's interfaces or abstract sockets.
+	Net bool `json:"net,omitempty"`
 }
 
 // Landlock is a Landlock domain for one command: what it may read and

@@ -358,15 +358,94 @@ func TestExtraFilesRefused(t *testing.T) {
 
 // What a process limit costs a non-root command: with one, the supervisor
 // starts the command through the limit stage (one more exec of this binary);
-// without, directly. Side by side in one run.
+// without, directly. And what namespaces add to the stage: user, mount and
+// PID (with its /proc), then a network namespace too. Side by side in one
+// run.
 func BenchmarkSupervisedCommand(b *testing.B) {
 	exe, cred, _ := unprivileged(b)
-	for _, bc := range []struct{ name, maxProcs string }{{"no_limit", "-1"}, {"limit", "256"}} {
+	for _, bc := range []struct{ name, maxProcs, ns string }{
+		{"no_limit", "-1", ""}, {"limit", "256", ""},
+		{"limit+namespaces", "256", "NS=1"}, {"limit+namespaces+net", "256", "NS_NET=1"},
+	} {
 		b.Run(bc.name, func(b *testing.B) {
-			cmd := helper(exe, "repeat", cred, "N="+strconv.Itoa(b.N), "MAX_PROCS="+bc.maxProcs)
+			env := []string{"N=" + strconv.Itoa(b.N), "MAX_PROCS=" + bc.maxProcs}
+			if bc.ns != "" {
+				env = append(env, "NS=1", bc.ns)
+			}
+			cmd := helper(exe, "repeat", cred, env...)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				b.Fatalf("%v: %s", err, out)
 			}
 		})
+	}
+}
+
+func needNamespaces(t *testing.T, exe string, cred *syscall.Credential) {
+	t.Helper()
+	r := supervised(t, exe, cred, "NS=1", "MAX_PROCS=-1", "CMD=true")
+	if r.Err != "" {
+		t.Skipf("no namespaces for an unprivileged user here: %s", r.Err)
+	}
+}
+
+// In its namespaces a command cannot write, remove or rename a read-only
+// path, nor rename a pinned one, while it still writes beneath the pinned
+// one; it is PID 1 and sees only its own processes (the shell, the
+// command substitution, ls and grep); it has only its own loopback.
+// The control runs the same command without namespaces, so the test can
+// fail.
+func TestNamespacesBindTheCommand(t *testing.T) {
+	exe, cred, dir := unprivileged(t)
+	needNamespaces(t, exe, cred)
+	for _, ns := range []bool{true, false} {
+		t.Run(map[bool]string{true: "namespaces", false: "control"}[ns], func(t *testing.T) {
+			work := filepath.Join(dir, map[bool]string{true: "ns", false: "control"}[ns])
+			pin := filepath.Join(work, "pin")
+			ro := filepath.Join(pin, "ro")
+			if err := os.MkdirAll(ro, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range []string{work, pin, ro} {
+				_ = os.Chmod(d, 0o777)
+			}
+			cmd := `echo x > pin/ro/planted; echo y > pin/written; mv pin/ro pin/ro2; mv pin pin2; ` +
+				`echo "pid=$$"; echo "procs=$(ls /proc | grep -c '^[0-9]')"; ` +
+				`echo "ifaces=$(grep -c : /proc/net/dev)"`
+			env := []string{"DIR=" + work, "MAX_PROCS=-1", "CMD=" + cmd}
+			if ns {
+				env = append(env, "NS=1", "NS_NET=1", "NS_PIN="+pin, "NS_RO="+ro)
+			}
+			r := supervised(t, exe, cred, env...)
+			planted := exists(filepath.Join(ro, "planted")) || exists(filepath.Join(pin, "ro2", "planted")) || exists(filepath.Join(work, "pin2", "ro2", "planted"))
+			moved := !exists(ro)
+			if ns && (planted || moved || !exists(filepath.Join(pin, "written")) || !strings.Contains(r.Output, "pid=1\n") || !strings.Contains(r.Output, "procs=4\n") || !strings.Contains(r.Output, "ifaces=1\n")) {
+				t.Errorf("in namespaces: planted %v, moved %v, report %+v", planted, moved, r)
+			}
+			if !ns && (!planted || !moved || strings.Contains(r.Output, "pid=1\n")) {
+				t.Errorf("control: planted %v, moved %v, so the test cannot tell: %+v", planted, moved, r)
+			}
+		})
+	}
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// The process limit still binds a command in its own user namespace,
+// where the kernel counts the uid's tasks afresh.
+func TestMaxProcsBitesInNamespaces(t *testing.T) {
+	if _, err := os.Stat("/bin/dash"); err != nil {
+		t.Skip("needs /bin/dash")
+	}
+	exe, cred, dir := unprivileged(t)
+	needNamespaces(t, exe, cred)
+	loop := `i=0; while [ $i -lt 100 ]; do /bin/sleep 30 & echo $! >> pids; i=$((i+1)); done; echo looped`
+	r := supervised(t, exe, cred, "DIR="+dir, "MAX_PROCS=10", "NS=1", "CMD=exec /bin/dash -c '"+loop+"'")
+	// The pids are the namespace's: only their number means anything here.
+	n := len(proctest.PidsIn(t, filepath.Join(dir, "pids")))
+	if n == 0 || n >= 10 || strings.Contains(r.Output, "looped") || !strings.Contains(r.Output, "fork") {
+		t.Errorf("%d processes started, report %+v", n, r)
 	}
 }

@@ -37,6 +37,10 @@ func init() {
 // of exec.Cmd.ExtraFiles.
 const statusFD = 3
 
+// goAheadFD is where a limit stage in namespaces waits for its supervisor
+// (see startCommand).
+const goAheadFD = 4
+
 // Exit statuses of a supervisor that could not run the command at all.
 const (
 	exitUsage    = 125
@@ -157,9 +161,41 @@ func startCommand(argv []string, lim Limits) (*os.Process, error) {
 	}
 	defer func() { _ = r.Close() }()
 	attr.Files = append(attr.Files, w)
+	var goAhead *os.File
+	if lim.Namespaces != nil {
+		lim.Namespaces.sysProcAttr(attr.Sys)
+		// This process writes the stage's uid and gid maps, under
+		// /proc/PID of the stage, which a non-dumpable parent's clone
+		// has as root's: this process is dumpable for the clone only,
+		// and the stage waits (reading goAheadFD to its end) until it is
+		// not again before it runs anything of the command's.
+		var ahead *os.File
+		ahead, goAhead, err = os.Pipe()
+		if err != nil {
+			_ = w.Close()
+			return nil, err
+		}
+		defer func() { _ = goAhead.Close() }()
+		attr.Files = append(attr.Files, ahead)
+		defer func() { _ = ahead.Close() }()
+		if err := unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0); err != nil {
+			_ = w.Close()
+			return nil, fmt.Errorf("make the supervisor dumpable: %w", err)
+		}
+	}
 	stage := append(append(append([]string{limitStageArg0}, lim.flags()...), "--"), argv...)
 	proc, err := os.StartProcess(selfExe, stage, attr) //nolint:gosec // G702: this binary, asked to run what the parent named (see above)
 	_ = w.Close()
+	if goAhead != nil {
+		if herr := Harden(); herr != nil {
+			if err == nil {
+				_ = proc.Kill()
+				_, _ = proc.Wait()
+			}
+			return nil, herr
+		}
+		_ = goAhead.Close()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("start the limit stage: %w", err)
 	}
@@ -173,9 +209,9 @@ func startCommand(argv []string, lim Limits) (*os.Process, error) {
 
 // needsStage says whether the command must go through the limit stage: a
 // process limit binds only a non-root uid (the kernel does not apply it to
-// root), a Landlock domain binds everyone.
+// root), a Landlock domain and namespaces bind everyone.
 func (l Limits) needsStage() bool {
-	return (l.maxProcs() > 0 && os.Getuid() != 0) || l.Landlock != nil
+	return (l.maxProcs() > 0 && os.Getuid() != 0) || l.Landlock != nil || l.Namespaces != nil
 }
 
 // limitAndExec is the limit stage's main: args are those of the
@@ -192,6 +228,32 @@ func limitAndExec(args []string) int {
 	lim, argv, err := parseSupervisorArgs(args)
 	if err != nil {
 		return fail(err)
+	}
+	if lim.Namespaces != nil {
+		// Nothing of the command's runs before the supervisor is
+		// non-dumpable again (see startCommand).
+		_, _ = io.Copy(io.Discard, os.NewFile(goAheadFD, "go-ahead"))
+		// The supervisor could not ask for this at the clone (see
+		// Namespaces.sysProcAttr). Set before the namespaces are: a
+		// stage orphaned meanwhile dies here rather than run the command.
+		if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+			return fail(fmt.Errorf("set the parent-death signal: %w", err))
+		}
+		// Before the process limit, which counts the uid's tasks in
+		// /proc: the new /proc shows the new user namespace's, which is
+		// what the kernel counts the limit against there.
+		// The capabilities are dropped by this thread, which then
+		// execs: they are per thread.
+		runtime.LockOSThread()
+		if err := lim.Namespaces.enter(); err != nil {
+			return fail(err)
+		}
+		if err := dropCaps(); err != nil {
+			return fail(err)
+		}
+		if argv[0] == nsProbeArg0 {
+			return 0
+		}
 	}
 	if lim.maxProcs() > 0 && os.Getuid() != 0 {
 		if err := limitProcs(lim.maxProcs()); err != nil {
@@ -220,6 +282,10 @@ func (l Limits) flags() []string {
 		data, _ := json.Marshal(l.Landlock)
 		out = append(out, "-landlock="+base64.RawURLEncoding.EncodeToString(data))
 	}
+	if l.Namespaces != nil {
+		data, _ := json.Marshal(l.Namespaces)
+		out = append(out, "-ns="+base64.RawURLEncoding.EncodeToString(data))
+	}
 	return out
 }
 
@@ -229,7 +295,7 @@ func parseSupervisorArgs(args []string) (Limits, []string, error) {
 	var lim Limits
 	sep := slices.Index(args, "--")
 	if sep < 1 || sep == len(args)-1 {
-		return lim, nil, errors.New("usage: -max-procs=N [-landlock=SPEC] -- PROGRAM [ARG...]")
+		return lim, nil, errors.New("usage: -max-procs=N [-landlock=SPEC] [-ns=SPEC] -- PROGRAM [ARG...]")
 	}
 	seen := false
 	for _, a := range args[:sep] {
@@ -250,12 +316,22 @@ func parseSupervisorArgs(args []string) (Limits, []string, error) {
 				return lim, nil, errors.New("bad -landlock")
 			}
 			lim.Landlock = ll
+		case strings.HasPrefix(a, "-ns="):
+			data, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(a, "-ns="))
+			ns := &Namespaces{}
+			if err == nil {
+				err = json.Unmarshal(data, ns)
+			}
+			if err != nil {
+				return lim, nil, errors.New("bad -ns")
+			}
+			lim.Namespaces = ns
 		default:
 			return lim, nil, fmt.Errorf("bad %q", a)
 		}
 	}
 	if !seen {
-		return lim, nil, errors.New("usage: -max-procs=N [-landlock=SPEC] -- PROGRAM [ARG...]")
+		return lim, nil, errors.New("usage: -max-procs=N [-landlock=SPEC] [-ns=SPEC] -- PROGRAM [ARG...]")
 	}
 	return lim, args[sep+1:], nil
 }

@@ -708,6 +708,25 @@ func TestHandlerText(t *testing.T) {
 	}
 }
 
+// A named string type (an error kind) is logged as the string it is,
+// once quoted at most, and still redacted; where the key names a
+// credential, its value goes whole.
+func TestHandlerNamedString(t *testing.T) {
+	type kind string
+	var buf bytes.Buffer
+	log := slog.New(NewHandler(slog.NewTextHandler(&buf, nil), Default()))
+	log.Info("mcp call", "error_kind", kind("agent_disabled"), "empty", kind(""), "note", kind("Bearer "+bearerToken), "api_key", kind("k-123"))
+	out := buf.String()
+	for _, want := range []string{`error_kind=agent_disabled `, `empty="" `, `note="Bearer [REDACTED]"`, `api_key=[REDACTED]`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, bearerToken) || strings.Contains(out, "k-123") {
+		t.Errorf("secret in output: %s", out)
+	}
+}
+
 func TestHandlerEnabled(t *testing.T) {
 	h := NewHandler(slog.NewJSONHandler(&bytes.Buffer{}, &slog.HandlerOptions{Level: slog.LevelWarn}), Default())
 	if h.Enabled(t.Context(), slog.LevelInfo) || !h.Enabled(t.Context(), slog.LevelError) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"reflect"
 )
 
 // NewHandler wraps h so that every record is redacted by r before h sees
@@ -100,6 +101,11 @@ func (x *handler) any(v any) slog.Value {
 		return slog.StringValue(x.r.String(safeString(v.String)))
 	case []byte:
 		return slog.StringValue(x.r.String(string(v)))
+	}
+	// A named string type (an error kind) is a string: through JSON it
+	// would be logged with its quotes, and quoted again by the handler.
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.String {
+		return slog.StringValue(x.r.String(rv.String()))
 	}
 	if b, err := json.Marshal(v); err == nil {
 		if red := x.r.Bytes(b); json.Valid(red) {

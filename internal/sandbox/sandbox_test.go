@@ -472,29 +472,26 @@ func TestCancelledCallKillsTheCommand(t *testing.T) {
 			defer callCancel()
 			errc := make(chan error, 1)
 			go func() {
-				_, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "echo $$ > pid.txt; sleep 30"}})
+				_, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "sleep 30.25"}})
 				errc <- err
 			}()
-			pidFile := filepath.Join(f.ws, "pid.txt")
 			var pid int
 			for pid == 0 {
 				if ctx.Err() != nil {
 					t.Fatalf("the command did not start:\n%s", f.logs.String())
 				}
-				if b, err := os.ReadFile(pidFile); err == nil {
-					pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-				}
+				pid = hostPID("sleep", "30.25")
 				time.Sleep(10 * time.Millisecond)
 			}
 			callCancel()
 			if err := <-errc; err == nil {
 				t.Fatal("a cancelled call succeeded")
 			}
-			// The server side ends too, and the command's process group
-			// is gone, long before the 30 s sleep would finish.
-			for !strings.Contains(f.logs.String(), "tool=bash outcome=error") || syscall.Kill(-pid, 0) == nil {
+			// The server side ends too, and the command is gone, long
+			// before the 30 s sleep would finish.
+			for !strings.Contains(f.logs.String(), "tool=bash outcome=error") || syscall.Kill(pid, 0) == nil {
 				if ctx.Err() != nil {
-					t.Fatalf("the server did not cancel the call (group alive: %v):\n%s", syscall.Kill(-pid, 0) == nil, f.logs.String())
+					t.Fatalf("the server did not cancel the call (command alive: %v):\n%s", syscall.Kill(pid, 0) == nil, f.logs.String())
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
@@ -700,20 +697,18 @@ func TestShutdownDeadlineKillsARunningCommand(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "echo $$ > pid; sleep 60"}})
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "sleep 60.25"}})
 		if err == nil && !res.IsError {
 			err = errors.New("the call succeeded")
 		}
 		done <- err
 	}()
-	pidFile := filepath.Join(ws, "pid")
 	var pid int
 	for deadline := time.Now().Add(5 * time.Second); pid == 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the command never started")
 		}
-		b, _ := os.ReadFile(pidFile)
-		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		pid = hostPID("sleep", "60.25")
 	}
 	start := time.Now()
 	stop()
@@ -743,4 +738,22 @@ func TestShutdownDeadlineKillsARunningCommand(t *testing.T) {
 		t.Fatalf("the call answered %v after SIGTERM, the deadline is 1s", answered)
 	}
 	t.Logf("sandbox drain: sleep 60 cut, call answered %v after SIGTERM (deadline 1s), Serve returned %v after", answered.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+}
+
+// hostPID is the pid, as this process sees it, of a process whose
+// command line is exactly argv, or 0. A command's own $$ will not do:
+// where bash runs in a PID namespace of its own, it is 1 there.
+func hostPID(argv ...string) int {
+	want := strings.Join(argv, "\x00") + "\x00"
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline")); err == nil && string(b) == want {
+			return pid
+		}
+	}
+	return 0
 }

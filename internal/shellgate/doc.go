@@ -20,9 +20,13 @@
 // This is a seatbelt, not a sandbox. It is a deny list over a Turing-complete
 // language: interpreter script files (bash payload.sh, bash < payload.sh,
 // python3 tool.py), programs it has never heard of and sufficiently creative
-// encodings will get past it. Real containment is the container or pod the bash tool runs in
-// (no network, dropped capabilities, only the working directory mounted);
-// the gate only stops the obvious and the careless before they reach it.
+// encodings will get past it. Real containment is the kernel's: on the host
+// each call runs in a Landlock domain that writes only its workspace and
+// private TMPDIR and cannot reach garra's config, credentials or other
+// processes; in a sandbox the pod is the boundary. So the gate no longer
+// models every way a program can open a file: it stops the obvious and the
+// careless, and what the kernel cannot see (code hidden from it, fork
+// bombs, git's hooks and config, the machine's devices).
 //
 // Policy choices worth knowing:
 //
@@ -59,9 +63,10 @@
 //     text. A path pattern is sensitive when it could match
 //     /proc/*/environ, /proc/*/mem, another process's fds, /run/secrets or
 //     a write into a system directory or .git, in any glob, brace,
-//     variable or symlink-alias spelling. Run-time text may not be passed
-//     to a program that could open it as a file, nor be a redirection
-//     target, nor be evaluated by arithmetic (a[$(…)] subscripts run code).
+//     variable or symlink-alias spelling. Run-time text may be an
+//     argument (git tag "v$(cat VERSION)"): what it names is read as the
+//     kernel allows. It may not be a write target, which could be .git,
+//     nor be evaluated by arithmetic (a[$(…)] subscripts run code).
 //   - The working directory is followed through cd, pushd and popd, so
 //     relative writes are judged where they land; after a cd to a run-time
 //     path they are blocked.

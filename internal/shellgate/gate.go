@@ -379,13 +379,6 @@ func (c *checker) redirect(r *syntax.Redirect) string {
 			return ""
 		}
 		return c.write(a, "redirection")
-	case syntax.RdrIn, syntax.DplIn:
-		if a.numeric || a.lit && a.val == "-" {
-			return ""
-		}
-		if a.run() {
-			return "input read from a run-time path (it could name any file, /proc/*/environ included)"
-		}
 	}
 	return ""
 }

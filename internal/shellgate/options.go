@@ -455,19 +455,6 @@ func aptRule(prog string, args []arg) string {
 	return ""
 }
 
-// dpkgRule: --pre-invoke, --post-invoke and --status-logger run commands.
-func dpkgRule(args []arg) string {
-	for _, a := range args {
-		if !a.lit {
-			continue
-		}
-		if _, _, ok := longOptIn(a.val, "pre-invoke", "post-invoke", "status-logger"); ok {
-			return "dpkg option runs a command (" + clip(a.val, 20) + ")"
-		}
-	}
-	return ""
-}
-
 // nodeModule checks the module given to node -r/--require/--import/
 // --loader: a package or file name loads code from disk like a script, but a
 // data: or http: URL carries the code itself.

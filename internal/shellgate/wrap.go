@@ -138,7 +138,6 @@ func (c *checker) unwrap(prog string, spec wrapSpec, cl callCtx) string {
 			}
 		}
 	case "xargs":
-		cl.tailRun = c.xargsInput(cl).run()
 		if cl.stmt != nil && endlessOutput(c.env.stdinFrom[cl.stmt]) && unlimitedProcs(args) {
 			return "fork bomb (xargs -P 0 on endless input)"
 		}
@@ -398,21 +397,7 @@ func (c *checker) unwrapFd(cl callCtx) string {
 			return c.gateCall(cl.with(cmd))
 		}
 	}
-	return c.runtimeArgs("fd", cl)
-}
-
-// xargsInput is what xargs reads its arguments from: a file (-a), or
-// standard input.
-func (c *checker) xargsInput(cl callCtx) value {
-	for _, a := range cl.args[1:] {
-		if !a.isFlag() {
-			break
-		}
-		if a.val == "-a" || strings.HasPrefix(a.val, "--arg") || strings.HasPrefix(a.val, "-a") && !strings.HasPrefix(a.val, "--") {
-			return runValue
-		}
-	}
-	return c.stdinValue(cl.stmt)
+	return ""
 }
 
 // gateFrom gates args[start:] as a command; with amb > 0 the next amb
@@ -427,7 +412,6 @@ func (c *checker) gateFrom(cl callCtx, start, amb int, dynTail bool) string {
 		tried++
 		sub := cl.with(args[i:])
 		sub.dynTail = cl.dynTail || dynTail
-		sub.tailRun = cl.tailRun && sub.dynTail
 		if r := c.gateCall(sub); r != "" {
 			return r
 		}

@@ -184,6 +184,9 @@ type Confinement struct {
 	// Landlock is the domain the command runs in; nil runs it unconfined
 	// (the confiner has decided that this is allowed).
 	Landlock *procguard.Landlock
+	// Namespaces are the command's own namespaces; nil runs it in the
+	// host's.
+	Namespaces *procguard.Namespaces
 	// Env is added to the command's environment (its private TMPDIR).
 	Env []string
 	// Release undoes what Confine made once the call is over; nil when
@@ -226,6 +229,7 @@ func (r *HostRunner) Run(ctx context.Context, command, workDir string) (string, 
 			defer conf.Release()
 		}
 		lim.Landlock = conf.Landlock
+		lim.Namespaces = conf.Namespaces
 		env = append(env, conf.Env...)
 	}
 	c := procguard.Command(ctx, lim, shell, "--noprofile", "--norc", "-c", command)

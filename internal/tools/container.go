@@ -52,8 +52,9 @@ var cliEnv = [...]string{
 // ContainerRunner runs each command in a fresh, throw-away docker or
 // podman container: no network, all capabilities dropped, no privilege
 // escalation, a process limit, the server's (or the given) uid:gid, and
-// only the call's working_dir mounted (read-write, at /workspace), with its
-// .git read-only over it. It refuses to run without a working_dir, and
+// only the call's working_dir mounted (read-write, at /workspace), with
+// what of its .git git reads as code or configuration read-only over it
+// (see SplitGit). It refuses to run without a working_dir, and
 // refuses a working_dir that is / or contains $HOME or the server's current
 // directory. When the container cannot be started the command is refused
 // with ErrSandboxUnavailable; there is no host fallback.
@@ -62,16 +63,19 @@ var cliEnv = [...]string{
 // container's first process, and when it exits the kernel kills the rest of
 // its pid namespace; on timeout the container is removed (rm -f).
 //
-// Why .git is read-only: the container's files are the user's files, and
-// git on the host runs what a repository's .git says (hooks, core.fsmonitor,
-// aliases, filters) at the user's next git command, outside the container.
-// The repository git uses for a directory is the nearest .git at or above
-// it; one above the working directory is not mounted at all, so the
-// working directory's own .git (a directory, or a worktree's or
-// submodule's .git file) is the only one the container could change. A
-// .git the command creates where there was none (a new nested repository)
-// is not prevented: git on the host reads it only when run inside that
-// directory.
+// Why part of .git is read-only: the container's files are the user's
+// files, and git on the host runs what a repository's .git says (hooks,
+// core.fsmonitor, aliases, filters) at the user's next git command, outside
+// the container. The rest of it (objects, refs, the index) stays writable,
+// so that `git commit` works in the container; the .git directory is a
+// mount point of its own, so it can be neither removed nor renamed for
+// another. The repository git uses for a directory is the nearest .git at
+// or above it; one above the working directory is not mounted at all, so
+// the working directory's own .git (a directory, or a worktree's or
+// submodule's .git file, read-only whole) is the only one the container
+// could change. A .git the command creates where there was none (a new
+// nested repository) is not prevented: git on the host reads it only when
+// run inside that directory.
 //
 // The command runs as `bash -c COMMAND` (not sh): the gate parses bash,
 // and the tool is advertised as bash, so the image must provide bash.
@@ -116,15 +120,19 @@ func NewContainerRunner(backend, image string) *ContainerRunner {
 //	  --security-opt no-new-privileges --pids-limit N --user UID:GID
 //	  [podman: --userns=keep-id --http-proxy=false]
 //	  -v <canonical workDir>:/workspace:rw
-//	  [-v <canonical workDir>/.git:/workspace/.git:ro]
+//	  [-v <canonical workDir>/.git:/workspace/.git:rw
+//	   -v <canonical workDir>/.git/config:/workspace/.git/config:ro ...]
 //	  -w /workspace <image> bash -c <command>
+//
+// (a .git file: -v <canonical workDir>/.git:/workspace/.git:ro alone).
 //
 // It resolves workDir (symlinks evaluated) and refuses: no workDir, a
 // relative one, one that is not a directory, "/", one that is or contains
 // $HOME or the server's current directory, one whose path cannot be
 // expressed in -v syntax (':' or ','), and one whose .git is a symlink or
 // neither a directory nor a file (it could not be mounted read-only in
-// place: a bind mount follows the link).
+// place: a bind mount follows the link), and a read-only piece of .git
+// whose path cannot be expressed in -v syntax.
 func (r *ContainerRunner) Argv(command, workDir string) ([]string, error) {
 	return r.argv(command, workDir, "")
 }
@@ -142,7 +150,7 @@ func (r *ContainerRunner) argv(command, workDir, name string) ([]string, error) 
 	if err != nil {
 		return nil, err
 	}
-	gitDir, err := gitDirOf(mount)
+	split, err := SplitGit(mount)
 	if err != nil {
 		return nil, err
 	}
@@ -172,10 +180,17 @@ func (r *ContainerRunner) argv(command, workDir, name string) ([]string, error) 
 		argv = append(argv, "--userns=keep-id", "--http-proxy=false")
 	}
 	argv = append(argv, "-v", mount+":"+ContainerWorkDir+":rw")
-	if gitDir != "" {
-		// Mounted after (and so over) the read-write mount; both
-		// runtimes order nested mounts by destination.
-		argv = append(argv, "-v", gitDir+":"+ContainerWorkDir+"/.git:ro")
+	// Mounted after (and so over) the read-write mount; both runtimes
+	// order nested mounts by destination.
+	if split.Pin != "" {
+		argv = append(argv, "-v", split.Pin+":"+ContainerWorkDir+"/.git:rw")
+	}
+	for _, p := range split.ReadOnly {
+		rel, err := filepath.Rel(mount, p)
+		if err != nil || strings.ContainsAny(p, ":,\n") {
+			return nil, errors.New("a path in the working directory's .git contains ':', ',' or a newline and cannot be mounted read-only")
+		}
+		argv = append(argv, "-v", p+":"+ContainerWorkDir+"/"+filepath.ToSlash(rel)+":ro")
 	}
 	argv = append(argv,
 		"-w", ContainerWorkDir,
@@ -213,24 +228,6 @@ func mountableDir(workDir string) (string, error) {
 		return "", errors.New("refusing to mount the server's current directory (or a directory containing it) into the sandbox; pass a subdirectory as working_dir")
 	}
 	return canon, nil
-}
-
-// gitDirOf returns dir/.git when it exists (a directory, or the .git file
-// of a worktree or submodule), "" when it does not.
-func gitDirOf(dir string) (string, error) {
-	p := filepath.Join(dir, ".git")
-	fi, err := os.Lstat(p)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return "", nil
-	case err != nil:
-		return "", errors.New("the working directory's .git cannot be read")
-	case fi.Mode()&os.ModeSymlink != 0:
-		return "", errors.New("the working directory's .git is a symlink and cannot be mounted read-only; replace it with the repository or a gitdir file")
-	case !fi.IsDir() && !fi.Mode().IsRegular():
-		return "", errors.New("the working directory's .git is neither a directory nor a file")
-	}
-	return p, nil
 }
 
 // containsDir reports whether the canonical directory dir is other or one

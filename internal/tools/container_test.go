@@ -31,7 +31,18 @@ func TestContainerArgvExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	repo := canonTempDir(t)
-	if err := os.MkdirAll(filepath.Join(repo, ".git", "hooks"), 0o755); err != nil {
+	for _, d := range []string{".git/hooks", ".githooks", ".git/modules/lib/hooks"} {
+		if err := os.MkdirAll(filepath.Join(repo, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An include and a hooks directory in the workspace, and an include
+	// outside it (not mounted: the container cannot reach it anyway).
+	if err := os.WriteFile(filepath.Join(repo, ".git", "config"),
+		[]byte("[core]\n\thooksPath = .githooks\n[include]\n\tpath = ../team.gitconfig\n\tpath = /etc/hostname\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "team.gitconfig"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	worktree := canonTempDir(t) // a linked worktree or submodule: .git is a file
@@ -81,13 +92,19 @@ func TestContainerArgvExact(t *testing.T) {
 				DefaultSandboxImage, "bash", "-c", cmd},
 		},
 		{
-			name: "repository root: .git read-only over the read-write mount",
+			name: "repository root: what git runs or reads as config read-only over the read-write mount",
 			r:    ContainerRunner{Backend: "docker", Image: "img", PidsLimit: 64, UID: 1000, GID: 1001},
 			dir:  repo,
 			want: []string{"docker", "run", "--rm", "-i",
 				"--network", "none", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
 				"--pids-limit", "64", "--user", "1000:1001",
-				"-v", repo + ":/workspace:rw", "-v", repo + "/.git:/workspace/.git:ro", "-w", "/workspace",
+				"-v", repo + ":/workspace:rw", "-v", repo + "/.git:/workspace/.git:rw",
+				"-v", repo + "/.git/config:/workspace/.git/config:ro",
+				"-v", repo + "/.git/hooks:/workspace/.git/hooks:ro",
+				"-v", repo + "/.githooks:/workspace/.githooks:ro",
+				"-v", repo + "/team.gitconfig:/workspace/team.gitconfig:ro",
+				"-v", repo + "/.git/modules/lib/hooks:/workspace/.git/modules/lib/hooks:ro",
+				"-w", "/workspace",
 				"img", "bash", "-c", cmd},
 		},
 		{
@@ -357,25 +374,28 @@ func TestContainerRunnerTimeoutRemovesContainer(t *testing.T) {
 }
 
 // miniDocker is a stand-in docker that honours the -v mounts of its argv:
-// in a private mount namespace it bind-mounts every ":ro" source
-// read-only onto itself and runs the command with bash in the ":rw" source
-// (which the container sees as /workspace). It needs root and unshare.
+// in a private mount namespace it bind-mounts every source after the first
+// onto itself, read-only where the mount says ":ro", in order, and runs
+// the command with bash in the first source (which the container sees as
+// /workspace). It needs root and unshare.
 const miniDocker = recordArgs + `
 [ "$1" = run ] || exit 0
-rw= ro= cmd=
+ws= mounts= cmd=
 while [ $# -gt 0 ]; do
 	case "$1" in
-	-v) src=${2%%:*}; case "$2" in *:ro) ro="$ro $src";; *) rw=$src;; esac; shift 2;;
+	-v) src=${2%%:*}; if [ -z "$ws" ]; then ws=$src; else mounts="$mounts $src:${2##*:}"; fi; shift 2;;
 	-c) cmd=$2; shift 2;;
 	*) shift;;
 	esac
 done
-exec unshare -m sh -c 'rw=$1 cmd=$2; shift 2
-for d do mount --bind "$d" "$d" && mount -o remount,bind,ro "$d" || exit 125; done
-cd "$rw" && exec bash -c "$cmd"' sh "$rw" "$cmd" $ro`
+exec unshare -m sh -c 'ws=$1 cmd=$2; shift 2
+for m do d=${m%:*}; mount --bind "$d" "$d" || exit 125
+	[ "${m##*:}" = ro ] && { mount -o remount,bind,ro "$d" || exit 125; }; done
+cd "$ws" && exec bash -c "$cmd"' sh "$ws" "$cmd" $mounts`
 
 // Through the container runner, a command can write the working directory
-// but not its .git: no hook, no config, no new file there.
+// and commit, but not change what git runs or reads as config: no hook,
+// no config, no .git put in the place of this one.
 func TestContainerRunnerGitIsReadOnly(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("the mount-honouring stand-in needs root")
@@ -390,15 +410,21 @@ func TestContainerRunnerGitIsReadOnly(t *testing.T) {
 	}
 	r := &ContainerRunner{Backend: "docker", UID: 0, GID: 0}
 	const readOnly, busy = "Read-only file system", "Device or resource busy" // busy: a mount point does not move
+	out, code, err := r.Run(context.Background(), "echo ok > made.txt && cat made.txt && "+
+		"git add made.txt && git -c user.name=T -c user.email=t@example.invalid commit -qm made && git log --format=%s", work)
+	if err != nil || code != 0 || out != "ok\nmade\n" {
+		t.Fatalf("write and commit in the working directory: %q, %d, %v", out, code, err)
+	}
 	for _, plant := range []struct{ cmd, refusal string }{
 		{`printf '#!/bin/sh\ntouch pwned\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit`, readOnly},
 		{`printf '[core]\n\tfsmonitor = touch pwned\n' >> .git/config`, readOnly},
 		{`printf '[alias]\n\tst = !touch pwned\n' >> .git/config`, readOnly},
-		{`mkdir .git/info2`, readOnly},
+		{`git config --local core.fsmonitor 'touch pwned'`, busy},
+		{`cp /etc/hostname .git/info/attributes`, readOnly},
 		{`rm -rf .git`, readOnly},
 		{`mv .git gone`, busy},
 	} {
-		out, code, err := r.Run(context.Background(), plant.cmd, work)
+		out, code, err = r.Run(context.Background(), plant.cmd, work)
 		if err != nil || code == 0 || !strings.Contains(out, plant.refusal) {
 			t.Errorf("%s: Run = %q, %d, %v; want %q", plant.cmd, out, code, err, plant.refusal)
 		}
@@ -409,13 +435,9 @@ func TestContainerRunnerGitIsReadOnly(t *testing.T) {
 	if cfg, _ := os.ReadFile(filepath.Join(work, ".git", "config")); strings.Contains(string(cfg), "pwned") {
 		t.Errorf(".git/config was changed:\n%s", cfg)
 	}
-	out, code, err := r.Run(context.Background(), "echo ok > made.txt && cat made.txt", work)
-	if err != nil || code != 0 || out != "ok\n" {
-		t.Fatalf("write in the working directory: %q, %d, %v", out, code, err)
-	}
 	// The stand-in ran exactly what Argv builds (plus --name).
 	calls := readRecorded(t, rec)
-	if got := calls[len(calls)-1]; !slices.Contains(got, work+"/.git:/workspace/.git:ro") {
-		t.Fatalf("recorded argv lacks the read-only .git mount: %q", got)
+	if got := calls[len(calls)-1]; !slices.Contains(got, work+"/.git:/workspace/.git:rw") || !slices.Contains(got, work+"/.git/config:/workspace/.git/config:ro") {
+		t.Fatalf("recorded argv lacks the .git mounts: %q", got)
 	}
 }

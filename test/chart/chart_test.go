@@ -43,8 +43,13 @@ const (
 	repoRoot    = "../.."
 	releaseName = "garra-operator"
 	releaseNS   = "garra-system"
-	crdFile     = "garra.garraia.io_garraservers.yaml"
 )
+
+// crdFiles are the CRDs of config/crd/bases the chart ships, by kind.
+var crdFiles = map[string]string{
+	"GarraServer":  "garra.garraia.io_garraservers.yaml",
+	"Orchestrator": "garra.garraia.io_orchestrators.yaml",
+}
 
 var (
 	chartDir = filepath.Join(repoRoot, "charts", "garra-operator")
@@ -215,6 +220,27 @@ func one[T runtime.Object](t *testing.T, r *rendered, kind string) T {
 	return o
 }
 
+// clusterRoles are the rendered ClusterRoles by name.
+func clusterRoles(r *rendered) map[string]*rbacv1.ClusterRole {
+	out := map[string]*rbacv1.ClusterRole{}
+	for _, m := range r.ofKind("ClusterRole") {
+		cr := m.obj.(*rbacv1.ClusterRole)
+		out[cr.Name] = cr
+	}
+	return out
+}
+
+// managerClusterRole is the manager's ClusterRole, the one not aggregated
+// to the cluster's roles for users.
+func managerClusterRole(t *testing.T, r *rendered) *rbacv1.ClusterRole {
+	t.Helper()
+	cr, ok := clusterRoles(r)[releaseName+"-manager"]
+	if !ok {
+		t.Fatalf("no ClusterRole %s-manager among %v", releaseName, r.kinds())
+	}
+	return cr
+}
+
 func managerContainer(t *testing.T, d *appsv1.Deployment) corev1.Container {
 	t.Helper()
 	for _, c := range d.Spec.Template.Spec.Containers {
@@ -298,7 +324,8 @@ func TestDefaultValues(t *testing.T) {
 	c := loadChart(t)
 	r := render(t, "")
 
-	want := []string{"ClusterRole", "ClusterRoleBinding", "Deployment", "Role", "RoleBinding", "Service", "ServiceAccount"}
+	// ClusterRoles: the manager's and the two aggregated team roles.
+	want := []string{"ClusterRole", "ClusterRole", "ClusterRole", "ClusterRoleBinding", "Deployment", "Role", "RoleBinding", "Service", "ServiceAccount"}
 	if got := r.kinds(); !slices.Equal(got, want) {
 		t.Fatalf("kinds = %v, want %v", got, want)
 	}
@@ -389,7 +416,7 @@ func TestDefaultValues(t *testing.T) {
 	if sa.AutomountServiceAccountToken != nil && !*sa.AutomountServiceAccountToken {
 		t.Error("the manager needs its API token")
 	}
-	cr := one[*rbacv1.ClusterRole](t, r, "ClusterRole")
+	cr := managerClusterRole(t, r)
 	crb := one[*rbacv1.ClusterRoleBinding](t, r, "ClusterRoleBinding")
 	assertBinding(t, crb.RoleRef, crb.Subjects, "ClusterRole", cr.Name, sa)
 	role := one[*rbacv1.Role](t, r, "Role")
@@ -445,7 +472,7 @@ extraArgs: ["--zap-devel=false"]
 func TestCustomValues(t *testing.T) {
 	r := render(t, customValues)
 
-	want := []string{"ClusterRole", "ClusterRoleBinding", "Deployment", "Service", "ServiceAccount", "ServiceMonitor"}
+	want := []string{"ClusterRole", "ClusterRole", "ClusterRole", "ClusterRoleBinding", "Deployment", "Service", "ServiceAccount", "ServiceMonitor"}
 	if got := r.kinds(); !slices.Equal(got, want) {
 		t.Fatalf("kinds = %v, want %v (no leader-election Role without leader election)", got, want)
 	}
@@ -567,38 +594,42 @@ func TestReplicasNeedLeaderElection(t *testing.T) {
 	}
 }
 
-// TestCRDIsConfigCopy: the chart's CRD is config/crd/bases' byte for byte,
-// and the only file under crds/.
+// TestCRDIsConfigCopy: the chart's CRDs are config/crd/bases' byte for
+// byte, and the only files under crds/.
 func TestCRDIsConfigCopy(t *testing.T) {
-	want, err := os.ReadFile(filepath.Join(repoRoot, "config", "crd", "bases", crdFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(filepath.Join(chartDir, "crds", crdFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("charts/garra-operator/crds/%s differs from config/crd/bases/%s: copy it again (cp config/crd/bases/%s charts/garra-operator/crds/)", crdFile, crdFile, crdFile)
+	for _, crdFile := range crdFiles {
+		want, err := os.ReadFile(filepath.Join(repoRoot, "config", "crd", "bases", crdFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(chartDir, "crds", crdFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("charts/garra-operator/crds/%s differs from config/crd/bases/%s: copy it again (cp config/crd/bases/%s charts/garra-operator/crds/)", crdFile, crdFile, crdFile)
+		}
 	}
 	entries, err := os.ReadDir(filepath.Join(chartDir, "crds"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != 1 {
-		t.Errorf("crds/ holds %d files, want only %s", len(entries), crdFile)
+	if len(entries) != len(crdFiles) {
+		t.Errorf("crds/ holds %d files, want only %v", len(entries), crdFiles)
 	}
 	crds := loadChart(t).CRDObjects()
-	if len(crds) != 1 {
-		t.Fatalf("chart CRDs = %d", len(crds))
+	if len(crds) != len(crdFiles) {
+		t.Fatalf("chart CRDs = %d, want %d", len(crds), len(crdFiles))
 	}
-	obj, _, err := strict.Decode(crds[0].File.Data, nil, nil)
-	if err != nil {
-		t.Fatalf("decode CRD: %v", err)
-	}
-	crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
-	if !ok || crd.Name != "garraservers.garra.garraia.io" || crd.Spec.Names.Kind != "GarraServer" {
-		t.Errorf("CRD = %T %v", obj, crd)
+	for _, c := range crds {
+		obj, _, err := strict.Decode(c.File.Data, nil, nil)
+		if err != nil {
+			t.Fatalf("decode CRD: %v", err)
+		}
+		crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
+		if !ok || crdFiles[crd.Spec.Names.Kind] == "" || crd.Name != crd.Spec.Names.Plural+".garra.garraia.io" {
+			t.Errorf("CRD = %T %v", obj, crd)
+		}
 	}
 }
 
@@ -627,7 +658,7 @@ func readRole(t *testing.T, file string) []rbacv1.PolicyRule {
 // rules controller-gen wrote to config/rbac/role.yaml.
 func TestClusterRoleMatchesConfig(t *testing.T) {
 	want := readRole(t, "role.yaml")
-	got := one[*rbacv1.ClusterRole](t, render(t, ""), "ClusterRole").Rules
+	got := managerClusterRole(t, render(t, "")).Rules
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("chart ClusterRole rules differ from config/rbac/role.yaml:\n got %+v\nwant %+v", got, want)
 	}

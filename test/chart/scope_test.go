@@ -2,6 +2,8 @@ package chart
 
 import (
 	"maps"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -15,7 +17,7 @@ import (
 
 // clusterScoped are the resources of config/rbac/role.yaml that only a
 // ClusterRole can grant.
-var clusterScoped = []string{"clusterroles", "clusterrolebindings", "tokenreviews"}
+var clusterScoped = []string{"clusterroles", "clusterrolebindings", "namespaces", "tokenreviews"}
 
 // namespacedRules are role.yaml's rules without the cluster-scoped
 // resources (a rule left with none is dropped).
@@ -144,5 +146,47 @@ func TestTwoNamespacedReleasesDoNotClash(t *testing.T) {
 			t.Errorf("Lease %s/%s used by both %s and %s", l.ns, l.id, other, who)
 		}
 		leases[l] = who
+	}
+}
+
+// TestTeamRoles: with cluster scope the chart installs the aggregated
+// Orchestrator roles of config/rbac, same rules and aggregation labels;
+// with namespace scope (an installer without cluster rights) or
+// rbac.teamRoles false, none.
+func TestTeamRoles(t *testing.T) {
+	got := clusterRoles(render(t, ""))
+	for name, file := range map[string]string{
+		"garra-orchestrator-editor": "orchestrator_editor_role.yaml",
+		"garra-orchestrator-viewer": "orchestrator_viewer_role.yaml",
+	} {
+		cr, ok := got[name]
+		if !ok {
+			t.Errorf("no ClusterRole %s", name)
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(repoRoot, "config", "rbac", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj, _, err := strict.Decode(data, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := obj.(*rbacv1.ClusterRole)
+		if !reflect.DeepEqual(cr.Rules, want.Rules) {
+			t.Errorf("%s rules %+v, want config/rbac/%s's %+v", name, cr.Rules, file, want.Rules)
+		}
+		for k, v := range want.Labels {
+			if strings.HasPrefix(k, "rbac.authorization.k8s.io/") && cr.Labels[k] != v {
+				t.Errorf("%s label %s = %q, want %q", name, k, cr.Labels[k], v)
+			}
+		}
+	}
+	for _, values := range []string{"rbac: {scope: namespace}", "rbac: {teamRoles: false}"} {
+		for name := range clusterRoles(render(t, values)) {
+			if strings.HasPrefix(name, "garra-orchestrator-") {
+				t.Errorf("%s: ClusterRole %s rendered", values, name)
+			}
+		}
 	}
 }

@@ -57,11 +57,13 @@ func newGarraServer(p params, name string, orchs ...orch) *garrav1alpha1.GarraSe
 	}
 	for _, o := range orchs {
 		gs.Spec.Orchestrators = append(gs.Spec.Orchestrators, garrav1alpha1.OrchestratorSpec{
-			Name:  o.name,
-			Tools: o.tools,
-			Workspace: garrav1alpha1.WorkspaceSpec{
-				StorageSpec: garrav1alpha1.StorageSpec{Size: size, StorageClassName: p.claimClass()},
-				Retain:      o.retain,
+			Name: o.name,
+			OrchestratorSettings: garrav1alpha1.OrchestratorSettings{
+				Tools: o.tools,
+				Workspace: garrav1alpha1.WorkspaceSpec{
+					StorageSpec: garrav1alpha1.StorageSpec{Size: size, StorageClassName: p.claimClass()},
+					Retain:      o.retain,
+				},
 			},
 		})
 	}

@@ -32,7 +32,7 @@ var stdioRoom = []string{
 	"internal/mcpstdio", "internal/mcpserver", "internal/mcppolicy", "internal/mcptrace", "internal/mcpprompts",
 	"internal/hands", "internal/agent", "internal/tools", "internal/jail", "internal/shellgate", "internal/procguard",
 	"internal/toolchain", "internal/ask", "internal/llm", "internal/audit", "internal/config", "internal/redact",
-	"internal/telemetry",
+	"internal/telemetry", "internal/quota",
 }
 
 func TestFences(t *testing.T) {

@@ -83,6 +83,16 @@ cluster-scoped kinds (ClusterRoles, ClusterRoleBindings, TokenReviews).
   - list
   - patch
   - watch
+{{- if .cluster }}
+- apiGroups:
+  - ""
+  resources:
+  - namespaces
+  verbs:
+  - get
+  - list
+  - watch
+{{- end }}
 - apiGroups:
   - ""
   resources:
@@ -142,9 +152,18 @@ cluster-scoped kinds (ClusterRoles, ClusterRoleBindings, TokenReviews).
   - garra.garraia.io
   resources:
   - garraservers/status
+  - orchestrators/status
   verbs:
   - get
   - patch
+- apiGroups:
+  - garra.garraia.io
+  resources:
+  - orchestrators
+  verbs:
+  - get
+  - list
+  - watch
 - apiGroups:
   - monitoring.coreos.com
   resources:

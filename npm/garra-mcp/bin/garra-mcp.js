@@ -9,7 +9,7 @@
 
 const { spawn } = require('node:child_process');
 const { constants } = require('node:os');
-const { name, optionalDependencies } = require('../package.json');
+const { name, version, optionalDependencies } = require('../package.json');
 
 function fail(message) {
   process.stderr.write(`garra-mcp: ${message}\n`);
@@ -27,7 +27,12 @@ let bin;
 try {
   bin = require.resolve(`${pkg}/bin/garra${process.platform === 'win32' ? '.exe' : ''}`);
 } catch {
-  fail(`${pkg} is not installed; npm installs it as an optional dependency, so install without --omit=optional`);
+  // Several causes look the same from here: say them all, and what works.
+  fail(`the package with this machine's garra binary, ${pkg}@${version}, is not installed. ` +
+    'npm installs it as an optional dependency, and leaves it out without an error when it cannot be fetched ' +
+    '(not published for this version, no network, a lockfile made on another platform) or when optional ' +
+    `dependencies are omitted (--omit=optional). Install it by name: npm install ${pkg}@${version}; ` +
+    'or build garra from source (make build) and run garra mcp-server');
 }
 
 const args = process.argv.slice(2);
