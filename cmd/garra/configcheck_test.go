@@ -27,9 +27,16 @@ func TestConfigCheck(t *testing.T) {
 		}
 	}
 
-	out, _, code = run(t, testEnv(t, "GARRAIA_GATEWAY_API_KEY=k", "BADGOOD_MCP_KEY=t"), "config", "check", "--config", writeConfig(t, "ollama", "http://127.0.0.1:11434/v1"))
+	const long = "0123456789abcdef0123456789abcdef"
+	good := writeConfig(t, "ollama", "http://127.0.0.1:11434/v1")
+	out, _, code = run(t, testEnv(t, "GARRAIA_GATEWAY_API_KEY=k"+long, "BADGOOD_MCP_KEY=t"+long), "config", "check", "--config", good)
 	if code != 0 || !strings.HasPrefix(out, "config ok") {
 		t.Fatalf("exit %d out %q", code, out)
+	}
+	// A guessable owner key is refused by its field, never shown.
+	out, _, code = run(t, testEnv(t, "GARRAIA_GATEWAY_API_KEY=owner-key-31-bytes-0123456789ab", "BADGOOD_MCP_KEY=t"+long), "config", "check", "--config", good)
+	if code != 1 || !strings.HasPrefix(out, "gateway.api_key: ") || strings.Contains(out, "owner-key-31") {
+		t.Fatalf("a 31-byte owner key: exit %d out %q", code, out)
 	}
 }
 
@@ -134,7 +141,8 @@ func TestConfigVerdictIsTheGateways(t *testing.T) {
 		return p
 	}
 	base := "data_dir: " + dir + "\nllm: {provider: ollama, model: llama3.2}\ngateway:\n  listen: 127.0.0.1:0\n  mcp_http:\n    enabled: true\n    orchestrators:\n"
-	env := testEnv(t, "GARRAIA_GATEWAY_API_KEY=owner-key-0123456789", "A_KEY=token-a-0123456789", "B_KEY=token-a-0123456789", "O_KEY=owner-key-0123456789")
+	const pad = "-0123456789abcdef" // 32 bytes and more, as check wants
+	env := testEnv(t, "GARRAIA_GATEWAY_API_KEY=owner-key-0123456789"+pad, "A_KEY=token-a-0123456789"+pad, "B_KEY=token-a-0123456789"+pad, "O_KEY=owner-key-0123456789"+pad)
 	for _, tc := range []struct {
 		name, body string
 		code       int

@@ -67,6 +67,7 @@ func (c *Config) Check(getenv func(string) string) []Problem {
 // CheckWith is Check with the secret files read by readFile: the operator
 // checks a rendered config against the files its pod will mount.
 func (c *Config) CheckWith(getenv func(string) string, readFile func(string) (string, error)) []Problem {
+	readFile = readOnce(readFile)
 	var ps []Problem
 	add := func(field, format string, a ...any) {
 		ps = append(ps, Problem{Field: field, Message: fmt.Sprintf(format, a...)})
@@ -213,6 +214,7 @@ func (c *Config) CheckWith(getenv func(string) string, readFile func(string) (st
 		}
 	}
 	ps = append(ps, c.checkAuth(getenv, readFile)...)
+	ps = append(ps, c.checkTokenLengths(getenv, readFile)...)
 	ps = append(ps, c.checkConfinement()...)
 	return ps
 }

@@ -6,8 +6,11 @@ import (
 	"testing"
 )
 
+// longToken is a token Check accepts (MinTokenBytes or more).
+const longToken = "tok-0123456789abcdef0123456789abcdef"
+
 func TestCheck(t *testing.T) {
-	env := map[string]string{"BADGOOD_MCP_KEY": "tok", "SBX": "s", "OPENROUTER_API_KEY": "k", "PG_DSN": "postgres://garra:pw@db/garra"}
+	env := map[string]string{"BADGOOD_MCP_KEY": longToken, "SBX": "s", "OPENROUTER_API_KEY": "k", "PG_DSN": "postgres://garra:pw@db/garra"}
 	tests := []struct {
 		name   string
 		yaml   string
@@ -15,7 +18,7 @@ func TestCheck(t *testing.T) {
 	}{
 		{"defaults are clean", "", nil},
 		{"enabled without key", "gateway: {mcp_http: {enabled: true}}", []string{"gateway.mcp_http.enabled"}},
-		{"enabled with key", "gateway: {api_key: k, mcp_http: {enabled: true}}", nil},
+		{"enabled with key", "gateway: {api_key: " + longToken + ", mcp_http: {enabled: true}}", nil},
 		{"allow_send without destinations", "gateway: {mcp_http: {allow_send: true}}", []string{"gateway.mcp_http.allow_send"}},
 		{"allow_send with destinations", "gateway: {mcp_http: {allow_send: true}}\nchannels: {telegram: {proactive_chat_ids: ['-100123']}}", nil},
 		{"bad chat id", "channels: {telegram: {proactive_chat_ids: ['abc']}}", []string{"channels.telegram.proactive_chat_ids[0]"}},
@@ -95,7 +98,7 @@ func TestReservedOrchestratorNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.applyDefaults()
-	ps := cfg.Check(func(string) string { return "set" })
+	ps := cfg.Check(func(string) string { return longToken })
 	if len(ps) != 1 || !strings.Contains(ps[0].Message, `"owner" is reserved`) {
 		t.Fatalf("problems %v", ps)
 	}
@@ -179,7 +182,7 @@ func TestIsCostlyRouter(t *testing.T) {
 // A URL, a listen address and a key the config does not need: each
 // problem named by its field, with the severity the gateway gives it.
 func TestCheckEndpointsAndNeededKeys(t *testing.T) {
-	gw := "gateway: {api_key: k, mcp_http: {enabled: true}}\n"
+	gw := "gateway: {api_key: " + longToken + ", mcp_http: {enabled: true}}\n"
 	tests := []struct {
 		name, yaml string
 		want       map[string]string // field → severity
@@ -196,8 +199,8 @@ func TestCheckEndpointsAndNeededKeys(t *testing.T) {
 		{"listen with a named port", "llm: {provider: ollama}\ngateway: {listen: 'localhost:http'}", map[string]string{"gateway.listen": SeverityError}},
 		{"listen on any free port", "llm: {provider: ollama}\ngateway: {listen: '127.0.0.1:0'}", nil},
 		{"a gateway that never calls the model", gw, map[string]string{"llm.api_key_env": SeverityWarning}},
-		{"a gateway with allow_ask", "gateway: {api_key: k, mcp_http: {enabled: true, allow_ask: true}}", map[string]string{"llm.api_key_env": SeverityDisabled}},
-		{"a gateway with allow_agent", "gateway: {api_key: k, mcp_http: {enabled: true, allow_agent: true}}", map[string]string{"llm.api_key_env": SeverityDisabled}},
+		{"a gateway with allow_ask", "gateway: {api_key: " + longToken + ", mcp_http: {enabled: true, allow_ask: true}}", map[string]string{"llm.api_key_env": SeverityDisabled}},
+		{"a gateway with allow_agent", "gateway: {api_key: " + longToken + ", mcp_http: {enabled: true, allow_agent: true}}", map[string]string{"llm.api_key_env": SeverityDisabled}},
 		{"the laptop's file", "", map[string]string{"llm.api_key_env": SeverityDisabled}},
 	}
 	for _, tt := range tests {
@@ -228,10 +231,11 @@ func TestCheckEndpointsAndNeededKeys(t *testing.T) {
 func TestCheckSharedTokens(t *testing.T) {
 	dir := t.TempDir()
 	keyFile := dir + "/owner"
-	if err := os.WriteFile(keyFile, []byte("owner-secret-1\n"), 0o600); err != nil {
+	const pad = "-0123456789abcdef0123456789abcdef" // long enough for Check
+	if err := os.WriteFile(keyFile, []byte("owner-secret-1"+pad+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{"A": "tok-a", "B": "tok-a", "C": "tok-c", "OWN": "owner-secret-1"}
+	env := map[string]string{"A": "tok-a" + pad, "B": "tok-a" + pad, "C": "tok-c" + pad, "OWN": "owner-secret-1" + pad}
 	orch := func(list string) string {
 		return "llm: {provider: ollama}\ngateway: {api_key_file: " + keyFile + ", mcp_http: {enabled: true, orchestrators: [" + list + "]}}"
 	}
@@ -255,7 +259,7 @@ func TestCheckSharedTokens(t *testing.T) {
 			if strings.Contains(tt.name, "environment") {
 				getenv = func(k string) string {
 					if k == EnvGatewayAPIKey {
-						return "tok-c"
+						return "tok-c" + pad
 					}
 					return env[k]
 				}

@@ -194,6 +194,17 @@ type Gateway struct {
 	// Auth configures how orchestrators that do not hold a static token
 	// prove who they are.
 	Auth GatewayAuth `json:"auth,omitzero"`
+	// Metrics configures GET /metrics.
+	Metrics GatewayMetrics `json:"metrics,omitzero"`
+}
+
+// GatewayMetrics configures what GET /metrics says.
+type GatewayMetrics struct {
+	// OrchestratorLabels puts each orchestrator's name in the caller
+	// label. Off by default: /metrics answers anyone who reaches the
+	// port, and the names list the tenants; off, every orchestrator is
+	// counted as "orchestrator" and the owner as "owner".
+	OrchestratorLabels bool `json:"orchestrator_labels,omitempty"`
 }
 
 // Bounds and default of gateway.drain_seconds. The pod's termination

@@ -7,7 +7,7 @@ import (
 )
 
 func TestQuotaCheckNamesTheField(t *testing.T) {
-	env := map[string]string{"K": "tok", "OPENROUTER_API_KEY": "k"}
+	env := map[string]string{"K": longToken, "OPENROUTER_API_KEY": "k"}
 	for _, tt := range []struct {
 		name, yaml string
 		fields     []string

@@ -196,10 +196,10 @@ func TestReadAPIKeyFile(t *testing.T) {
 
 func TestCheckSecretFiles(t *testing.T) {
 	dir := t.TempDir()
-	key := writeSecret(t, dir, "key", "k\n")
-	tok := writeSecret(t, dir, "tok", "t\n") // its own: one token proves one caller
+	key := writeSecret(t, dir, "key", longToken+"\n")
+	tok := writeSecret(t, dir, "tok", "t"+longToken+"\n") // its own: one token proves one caller
 	missing := filepath.Join(dir, "missing")
-	env := map[string]string{"K": "k", "OPENROUTER_API_KEY": "k"}
+	env := map[string]string{"K": longToken, "OPENROUTER_API_KEY": "k"}
 	tests := []struct {
 		name, yaml string
 		fields     []string
@@ -220,7 +220,7 @@ func TestCheckSecretFiles(t *testing.T) {
 			cfg.applyDefaults()
 			e := env
 			if strings.HasPrefix(tt.name, "env beats") {
-				e = map[string]string{EnvGatewayAPIKey: "from-env", "OPENROUTER_API_KEY": "k"}
+				e = map[string]string{EnvGatewayAPIKey: "from-env-" + longToken, "OPENROUTER_API_KEY": "k"}
 			}
 			getenv := func(k string) string { return e[k] }
 			cfg.applyEnv(getenv)
@@ -237,7 +237,7 @@ func TestCheckSecretFiles(t *testing.T) {
 	cfg, _ := Parse([]byte("gateway: {api_key_file: /run/k, mcp_http: {enabled: true, orchestrators: [{name: a, key_file: /run/a}]}}"))
 	cfg.applyDefaults()
 	seen := []string{}
-	ps := cfg.CheckWith(func(k string) string { return env[k] }, func(p string) (string, error) { seen = append(seen, p); return "x", nil })
+	ps := cfg.CheckWith(func(k string) string { return env[k] }, func(p string) (string, error) { seen = append(seen, p); return longToken, nil })
 	if len(ps) != 0 || strings.Join(seen, ",") != "/run/k,/run/a" {
 		t.Fatalf("CheckWith: problems %v, read %v", ps, seen)
 	}

@@ -39,7 +39,7 @@ func TestAgentWorkspacesAreIsolated(t *testing.T) {
 	)
 	yaml := enabled + "    allow_agent: true\n    agent_max_seconds: 60\n" + twoAgents +
 		"llm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n"
-	env := map[string]string{"ALPHA_KEY": "alpha-token-1234567", "BETA_KEY": "beta-token-12345678", "OPENROUTER_API_KEY": "k"}
+	env := map[string]string{"ALPHA_KEY": "alpha-token-1234567", "BETA_KEY": "beta-token-12345678", "OPENROUTER_API_KEY": "llm-test-key-0123"}
 	h := start(t, yaml, env)
 
 	res, isErr := call(t, client(t, h.url, "alpha-token-1234567"), "garra_agent", map[string]any{"message": "write the report"})
@@ -75,7 +75,7 @@ func TestAgentPolicyOrder(t *testing.T) {
 	double := llmdouble.New(t)
 	yaml := enabled + "    allow_agent: true\n    agent_budget_per_minute: 1\n    agent_max_seconds: 60\n" + twoAgents +
 		"llm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n"
-	h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "k"})
+	h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "llm-test-key-0123"})
 	cs := client(t, h.url, "alpha-token-1234567")
 
 	// A ceiling above agent_max_seconds is invalid_params, not a silent cut.
@@ -128,7 +128,7 @@ func TestAgentWorkspaceNotMaterializedFailsClosed(t *testing.T) {
 			)
 			yaml := enabled + "    allow_agent: true\n    agent_max_seconds: 60\n" + twoAgents +
 				"execution: {profile: isolated-pod}\nllm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n"
-			h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "k"})
+			h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "llm-test-key-0123"})
 			dir := gateway.WorkspaceDir(h.cfg.DataDirPath(), "alpha")
 			if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
 				t.Fatalf("the workspace was not materialized at boot: %v %v", fi, err)
@@ -193,7 +193,7 @@ func TestAgentFileWriteBackup(t *testing.T) {
 		llmdouble.Step{Text: "rewrote it"})
 	yaml := enabled + "    allow_agent: true\n    agent_max_seconds: 60\n" + twoAgents +
 		"agent: {file_write_backup: true}\nllm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n"
-	h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "k"})
+	h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "llm-test-key-0123"})
 	if res, _ := call(t, client(t, h.url, "alpha-token-1234567"), "garra_agent", map[string]any{"message": "x"}); res["ok"] != true {
 		t.Fatalf("run: %v", res)
 	}

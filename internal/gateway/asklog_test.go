@@ -19,7 +19,7 @@ func TestAskLogAndAuditLines(t *testing.T) {
 	double := llmdouble.New(t, llmdouble.Step{Text: "pong"}, llmdouble.Step{Status: 401, ErrorMessage: "bad key"})
 	yaml := enabled + "    allow_ask: true\nllm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n"
 	log := audit.New(audit.Options{Path: filepath.Join(t.TempDir(), "audit.jsonl")})
-	h := start(t, yaml, map[string]string{"OPENROUTER_API_KEY": "k"}, func(o *gateway.Options) { o.Audit = log })
+	h := start(t, yaml, map[string]string{"OPENROUTER_API_KEY": "llm-test-key-0123"}, func(o *gateway.Options) { o.Audit = log })
 	cs := client(t, h.url, ownerKey)
 
 	if env, _ := call(t, cs, "garra_ask", map[string]any{"message": "ping"}); env["ok"] != true {

@@ -133,7 +133,7 @@ func TestChatAPIRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	_ = store.Append(ctx, "telegram:111", "telegram", chat.Message{Role: "user", Text: "from telegram, token sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"})
 	yaml := keyOnly + "llm: {provider: openrouter, model: my-model, base_url: " + double.OpenAIBaseURL() + "}\n"
-	h := start(t, yaml, map[string]string{"OPENROUTER_API_KEY": "k"}, withStore(store))
+	h := start(t, yaml, map[string]string{"OPENROUTER_API_KEY": "llm-test-key-0123"}, withStore(store))
 
 	// A new web conversation.
 	code, body := api(t, "POST", h.url+"/api/sessions/new/messages", ownerKey, `{"text":"  my name is Ana  "}`, nil)
@@ -235,7 +235,7 @@ func TestChatAPIModelFailureKeepsTheQuestion(t *testing.T) {
 	double := llmdouble.New(t, llmdouble.Step{Status: 401, ErrorMessage: "bad key corp-123456"})
 	store := openStore(t)
 	yaml := keyOnly + "    redact_patterns: ['corp-[0-9]{6}']\nllm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n"
-	h := start(t, yaml, map[string]string{"OPENROUTER_API_KEY": "k"}, withStore(store))
+	h := start(t, yaml, map[string]string{"OPENROUTER_API_KEY": "llm-test-key-0123"}, withStore(store))
 	code, body := api(t, "POST", h.url+"/api/sessions/new/messages", ownerKey, `{"text":"hello"}`, nil)
 	if code != 502 || body["error"] != "provider_error" || strings.Contains(body["message"].(string), "corp-123456") {
 		t.Fatalf("%d %v", code, body)

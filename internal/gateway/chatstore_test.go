@@ -30,7 +30,7 @@ func newChannel(t *testing.T, store *sqlitestore.Store, tg *tgfake.Server, llm *
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{"TG_TOKEN": botToken, "OPENROUTER_API_KEY": "k"}
+	env := map[string]string{"TG_TOKEN": botToken, "OPENROUTER_API_KEY": "llm-test-key-0123"}
 	ch, err := telegram.New(telegram.Options{
 		Config: config.Telegram{BotTokenEnv: "TG_TOKEN", APIBaseURL: tg.URL(), Allowlist: []string{"111"}},
 		Getenv: func(k string) string { return env[k] },

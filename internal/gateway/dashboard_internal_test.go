@@ -39,7 +39,7 @@ func registeredFamilies(t *testing.T) map[string]*dto.MetricFamily {
 	m.observe("garra_ask", "refused", "rate_limited", time.Millisecond)
 	m.reloads.WithLabelValues("applied").Inc()
 	m.loaded("0123abcd")
-	m.admitted(mcppolicy.Caller{Name: "n8n", Auth: "token"})
+	m.admitted(mcppolicy.Caller{Name: "n8n", Auth: "token"}, false)
 	m.reviewed("ok")
 	fams, err := m.registry.Gather()
 	if err != nil {

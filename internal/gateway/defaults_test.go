@@ -22,7 +22,7 @@ func TestToolsListAdvertisesTheConfiguredDefaults(t *testing.T) {
 			double := llmdouble.New(t, llmdouble.Step{Text: "pong"})
 			yaml := enabled + "    allow_ask: true\n    allow_agent: true\n    orchestrators: [{name: orch, key_env: ORCH_KEY, tools: [ask, agent]}]\n" +
 				"llm: {" + tt.llm + "provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n"
-			h := start(t, yaml, map[string]string{"OPENROUTER_API_KEY": "k", "ORCH_KEY": "orch-key-0123456789"})
+			h := start(t, yaml, map[string]string{"OPENROUTER_API_KEY": "llm-test-key-0123", "ORCH_KEY": "orch-key-0123456789"})
 			cs := client(t, h.url, "orch-key-0123456789")
 			res, err := cs.ListTools(context.Background(), nil)
 			if err != nil {

@@ -95,7 +95,7 @@ func TestClientDisconnectCancelsTheAgentRun(t *testing.T) {
 			llmURL, arrived, aborted := hangingLLM(t)
 			yaml := enabled + "    allow_agent: true\n    agent_max_seconds: 600\n" + twoAgents +
 				"llm: {provider: openrouter, base_url: " + llmURL + "}\n"
-			h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "k"})
+			h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "llm-test-key-0123"})
 			hangUp := tt.start(t, h.url, "alpha-token-1234567")
 			select {
 			case <-arrived:
@@ -186,7 +186,7 @@ func startWithSandbox(t *testing.T, sbxURL, llmURL, extra string) *harness {
         tools: [agent]
         sandbox: {url: "` + sbxURL + `", token_env: SBX_TOKEN}
 ` + "llm: {provider: openrouter, base_url: " + llmURL + "}\n"
-	return start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "k", "SBX_TOKEN": sandboxToken})
+	return start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "llm-test-key-0123", "SBX_TOKEN": sandboxToken})
 }
 
 // startSandbox serves a real `garra sandbox` on 127.0.0.1 over a temp

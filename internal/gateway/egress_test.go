@@ -32,7 +32,7 @@ func TestAgentWebFetchEgress(t *testing.T) {
 	yaml := enabled + "    allow_agent: true\n    agent_max_seconds: 60\n" +
 		"    web_fetch_allowed_hosts: ['" + allowedHost + "']\n" + twoAgents +
 		"llm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n"
-	h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "k"})
+	h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "llm-test-key-0123"})
 	gw, err := url.Parse(h.url)
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func TestBadWebFetchAllowedHostIsSkipped(t *testing.T) {
 	yaml := enabled + "    allow_agent: true\n    agent_max_seconds: 60\n" +
 		"    web_fetch_allowed_hosts: ['http://127.0.0.1/', '127.0.0.1:99999']\n" + twoAgents +
 		"llm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n"
-	h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "k"})
+	h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "llm-test-key-0123"})
 	logs := h.logs.String()
 	for _, f := range []string{"web_fetch_allowed_hosts[0]", "web_fetch_allowed_hosts[1]"} {
 		if !strings.Contains(logs, "web_fetch allowed host ignored") || !strings.Contains(logs, f) {

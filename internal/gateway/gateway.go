@@ -380,7 +380,7 @@ func (g *policy) mcpHandler() http.Handler {
 	h = readShape(h)
 	h = acceptGuard(refused, h)
 	h = g.limiter.batchCharge(refused, h)
-	h = countAdmitted(g.metrics, h)
+	h = countAdmitted(g.metrics, g.cfg.Gateway.Metrics.OrchestratorLabels, h)
 	h = requireBearer(g.callers, g.resourceMetadataURL, refused, g.log, h)
 	h = hostGuard(g.cfg.Gateway.AllowedHosts, refused, h)
 	h = originGuard(refused, h)

@@ -115,11 +115,12 @@ func (rs *reviewers) get(kubeconfig string) (authn.Reviewer, error) {
 	return rs.built[kubeconfig], nil
 }
 
-// countAdmitted counts each authenticated request by caller and mode.
-func countAdmitted(m *metrics, next http.Handler) http.Handler {
+// countAdmitted counts each authenticated request by caller and mode,
+// naming orchestrators only when named.
+func countAdmitted(m *metrics, named bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if c, ok := callerFrom(r.Context()); ok {
-			m.admitted(c)
+			m.admitted(c, named)
 		}
 		next.ServeHTTP(w, r)
 	})

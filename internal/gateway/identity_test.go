@@ -40,6 +40,7 @@ const (
 func identityConfig(issuer string) string {
 	return "gateway:\n  api_key: " + ownerKey + `
   auth: {audience: '` + saAud + `'}
+  metrics: {orchestrator_labels: true}
   mcp_http:
     enabled: true
     orchestrators:

@@ -46,7 +46,7 @@ func newMetrics(budgets map[string]Counter) *metrics {
 			Name: "garra_config_info", Help: "The config in force, by the sha256 of its file (always 1).",
 		}, []string{"hash"}),
 		authns: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "garra_mcp_authentications_total", Help: "Requests admitted, by caller (owner or orchestrator) and how it proved itself (token, serviceAccount, oidc).",
+			Name: "garra_mcp_authentications_total", Help: "Requests admitted, by caller (owner, orchestrator, or each orchestrator's name with gateway.metrics.orchestrator_labels) and how it proved itself (token, serviceAccount, oidc).",
 		}, []string{"caller", "auth"}),
 		reviews: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "garra_tokenreviews_total", Help: "TokenReviews sent to the API server (cached verdicts are not counted), by result (ok or a refusal kind).",
@@ -85,7 +85,23 @@ func (m *metrics) loaded(hash string) {
 
 func (m *metrics) refused(kind errkinds.Kind) { m.refusals.WithLabelValues(string(kind)).Inc() }
 
-func (m *metrics) admitted(c mcppolicy.Caller) { m.authns.WithLabelValues(c.Name, c.Auth).Inc() }
+func (m *metrics) admitted(c mcppolicy.Caller, named bool) {
+	m.authns.WithLabelValues(callerLabel(c, named), c.Auth).Inc()
+}
+
+// unnamedOrchestrator is the caller label of every orchestrator unless
+// gateway.metrics.orchestrator_labels is set.
+const unnamedOrchestrator = "orchestrator"
+
+// callerLabel is c's value of a caller label: its name when named (the
+// operator's choice), else only owner or orchestrator, so that /metrics
+// neither lists the tenants nor grows a series per orchestrator.
+func callerLabel(c mcppolicy.Caller, named bool) string {
+	if named || c.IsOwner() {
+		return c.Name
+	}
+	return unnamedOrchestrator
+}
 
 func (m *metrics) reviewed(result string) { m.reviews.WithLabelValues(result).Inc() }
 

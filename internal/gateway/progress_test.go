@@ -82,7 +82,7 @@ func TestAgentProgressOverSSE(t *testing.T) {
 	)
 	yaml := enabled + "    allow_agent: true\n    agent_max_seconds: 60\n" + twoAgents +
 		"llm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n"
-	h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "k"})
+	h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "llm-test-key-0123"})
 
 	seen := &seenResponses{token: "alpha-token-1234567"}
 	notes := &progresstest.Log{}
@@ -146,7 +146,7 @@ func TestAgentProgressRawHTTP(t *testing.T) {
 	)
 	yaml := enabled + "    allow_agent: true\n    agent_max_seconds: 60\n" + twoAgents +
 		"llm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n"
-	h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "k"})
+	h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "llm-test-key-0123"})
 
 	withToken := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"garra_agent","arguments":{"message":"go"},"_meta":{"progressToken":42}}}`
 	resp := rawPost(t, h.url, "alpha-token-1234567", withToken)
@@ -269,7 +269,7 @@ func testCancelNotification(t *testing.T, where, extra string, workDir func(*har
         tools: [status]
 ` + extra + "llm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n"
 	h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "BETA_KEY": "beta-token-12345678",
-		"OPENROUTER_API_KEY": "k", "SBX_TOKEN": sandboxToken})
+		"OPENROUTER_API_KEY": "llm-test-key-0123", "SBX_TOKEN": sandboxToken})
 	ws := workDir(h)
 	if logs == nil {
 		logs = h.logs

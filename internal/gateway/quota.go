@@ -84,8 +84,9 @@ func slotLease(m config.MCPHTTP) time.Duration {
 }
 
 // set is c's quota under m, or nil for a caller no quota binds (the
-// owner, an orchestrator without one).
-func (q *quotas) set(c mcppolicy.Caller, m config.MCPHTTP) *quota.Set {
+// owner, an orchestrator without one). Its refusals are counted under c's
+// name only when named (gateway.metrics.orchestrator_labels).
+func (q *quotas) set(c mcppolicy.Caller, m config.MCPHTTP, named bool) *quota.Set {
 	if c.Kind != mcppolicy.Orchestrator {
 		return nil
 	}
@@ -95,7 +96,8 @@ func (q *quotas) set(c mcppolicy.Caller, m config.MCPHTTP) *quota.Set {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	s := &quota.Set{Now: q.now, Refused: func(name string) { q.refusals.WithLabelValues(c.Name, name).Inc() }}
+	label := callerLabel(c, named)
+	s := &quota.Set{Now: q.now, Refused: func(name string) { q.refusals.WithLabelValues(label, name).Inc() }}
 	window := func(tool string, limit int) quota.Window {
 		if limit <= 0 {
 			return nil
@@ -144,16 +146,27 @@ func (c quotaCollector) Collect(ch chan<- prometheus.Metric) {
 	if p == nil || p.callers == nil {
 		return
 	}
-	m := p.cfg.Gateway.MCPHTTP
+	m, named := p.cfg.Gateway.MCPHTTP, p.cfg.Gateway.Metrics.OrchestratorLabels
+	// Unnamed, the orchestrators share one label value: each quota reports
+	// the least any of them has left, which is what an alert wants, and one
+	// series per quota, as a collector must.
+	least := map[string]int64{}
 	for _, caller := range p.callers.byName {
-		s := c.g.quotas.set(caller, m)
+		s := c.g.quotas.set(caller, m, named)
 		if s == nil {
 			continue
 		}
 		for name, v := range s.Status() {
 			left := v.(map[string]int64)["remaining"]
-			ch <- prometheus.MustNewConstMetric(c.g.quotas.remaining, prometheus.GaugeValue, float64(left), caller.Name, name)
+			if named {
+				ch <- prometheus.MustNewConstMetric(c.g.quotas.remaining, prometheus.GaugeValue, float64(left), caller.Name, name)
+			} else if cur, ok := least[name]; !ok || left < cur {
+				least[name] = left
+			}
 		}
+	}
+	for name, left := range least {
+		ch <- prometheus.MustNewConstMetric(c.g.quotas.remaining, prometheus.GaugeValue, float64(left), unnamedOrchestrator, name)
 	}
 }
 

@@ -198,7 +198,8 @@ func TestAskQuotaRefusesOnlyItsOrchestrator(t *testing.T) {
 			t.Fatalf("alpha sees %d of %d left", left, limit)
 		}
 		metrics := getBody(t, h.url+"/metrics")
-		for _, want := range []string{`garra_quota_refusals_total{orchestrator="alpha",quota="ask_per_minute"} 1`, `garra_quota_remaining{orchestrator="alpha",quota="ask_per_minute"} 0`} {
+		// Unnamed by default (gateway.metrics.orchestrator_labels).
+		for _, want := range []string{`garra_quota_refusals_total{orchestrator="orchestrator",quota="ask_per_minute"} 1`, `garra_quota_remaining{orchestrator="orchestrator",quota="ask_per_minute"} 0`} {
 			if !strings.Contains(metrics, want) {
 				t.Errorf("metrics lack %s", want)
 			}

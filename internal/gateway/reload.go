@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/garraia/garra/internal/config"
@@ -30,12 +32,21 @@ const (
 	HeaderConfigRejected = "X-Garra-Config-Rejected"
 )
 
-// reloadState is the outcome of the last reload, for /readyz.
+// reloadState is the outcome of the last reload. mu serialises reloads
+// and is held for all of one, however long its reads take; /readyz reads
+// only the published copy, so it never waits on a reload.
 type reloadState struct {
 	mu         sync.Mutex
 	ok         bool
 	problems   []string
 	rejectedFP string // fingerprint of the last rejected files, logged once
+	published  atomic.Pointer[reloadOutcome]
+}
+
+// reloadOutcome is what /readyz reports of the last reload.
+type reloadOutcome struct {
+	ok       bool
+	problems []string
 }
 
 func (s *reloadState) set(ok bool, problems []string) {
@@ -45,12 +56,20 @@ func (s *reloadState) set(ok bool, problems []string) {
 	if ok {
 		s.rejectedFP = ""
 	}
+	s.publish()
+}
+
+// publish makes the outcome under mu the one /readyz reports.
+func (s *reloadState) publish() {
+	s.published.Store(&reloadOutcome{ok: s.ok, problems: slices.Clone(s.problems)})
 }
 
 func (s *reloadState) get() (bool, []string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ok, slices.Clone(s.problems)
+	o := s.published.Load()
+	if o == nil {
+		return true, nil
+	}
+	return o.ok, slices.Clone(o.problems)
 }
 
 // configHash is how the gateway and the operator name a config: the
@@ -114,6 +133,7 @@ func (g *Gateway) Reload() string {
 	case ReloadRejected:
 		g.reload.ok, g.reload.problems = false, problems
 	}
+	g.reload.publish()
 	return result
 }
 
@@ -251,7 +271,9 @@ func (g *Gateway) watch(ctx context.Context) {
 
 // readyz answers 200 when the gateway can serve (its store answers and
 // it is not draining), 503 otherwise, with the loaded config's hash and
-// the last reload's rejection in headers; ?verbose=1 adds a JSON body.
+// the last reload's rejection in headers; ?verbose=1 adds a JSON body for
+// the owner's bearer alone (it names files and every problem), anyone
+// else gets the terse answer.
 func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 	p := g.cur.Load()
 	ok, problems := g.reload.get()
@@ -277,7 +299,7 @@ func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 			status, text = http.StatusServiceUnavailable, "conversation store unavailable"
 		}
 	}
-	if r.URL.Query().Get("verbose") == "1" {
+	if r.URL.Query().Get("verbose") == "1" && isOwnerBearer(p.cfg.Gateway.APIKey, r) {
 		if problems == nil {
 			problems = []string{}
 		}
@@ -293,6 +315,17 @@ func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, _ = w.Write([]byte("ok\n"))
+}
+
+// isOwnerBearer reports whether r carries key as its bearer token,
+// comparing digests so that the time taken says nothing of the key.
+func isOwnerBearer(key string, r *http.Request) bool {
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || key == "" {
+		return false
+	}
+	a, b := sha256.Sum256([]byte(token)), sha256.Sum256([]byte(key))
+	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 
 // oneLine makes a problem fit in a header value.

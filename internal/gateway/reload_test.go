@@ -144,13 +144,25 @@ func hashOf(data []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
+// readyz asks /readyz, verbose with the owner's key.
 func readyz(t *testing.T, url string, verbose bool) (*http.Response, string) {
 	t.Helper()
-	u := url + "/readyz"
 	if verbose {
-		u += "?verbose=1"
+		return readyzAs(t, url+"/readyz?verbose=1", ownerKey)
 	}
-	resp, err := http.Get(u)
+	return readyzAs(t, url+"/readyz", "")
+}
+
+func readyzAs(t *testing.T, u, bearer string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,17 +176,17 @@ func readyz(t *testing.T, url string, verbose bool) (*http.Response, string) {
 // before the reload completes under the policy it started with.
 func TestReloadAddsAndRemovesOrchestrators(t *testing.T) {
 	double := llmdouble.New(t, llmdouble.Step{Text: "finished under the old policy", Delay: 1500 * time.Millisecond})
-	l := newLive(t, map[string]string{"OPENROUTER_API_KEY": "k"})
+	l := newLive(t, map[string]string{"OPENROUTER_API_KEY": "llm-test-key-0123"})
 	head := "gateway:\n  api_key: " + ownerKey + "\n  mcp_http:\n    enabled: true\n    allow_agent: true\n    allow_ask: true\n    agent_max_seconds: 60\n"
 	llm := "llm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n"
-	l.writeToken("alpha", "alpha-token-1234567\n")
+	l.writeToken("alpha", "alpha-token-1234567-0123456789abcdef\n")
 	l.writeConfig(head + l.orchestratorsYAML("[status, agent]", "alpha") + llm)
 	l.serve()
 
-	if code, _ := post(t, l.url, "beta-token-12345678", toolsList, nil); code != http.StatusUnauthorized {
+	if code, _ := post(t, l.url, "beta-token-12345678-0123456789abcdef", toolsList, nil); code != http.StatusUnauthorized {
 		t.Fatalf("beta before it exists: %d", code)
 	}
-	cs := client(t, l.url, "alpha-token-1234567")
+	cs := client(t, l.url, "alpha-token-1234567-0123456789abcdef")
 	type out struct {
 		env   map[string]any
 		isErr bool
@@ -192,15 +204,15 @@ func TestReloadAddsAndRemovesOrchestrators(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 
-	l.writeToken("beta", "beta-token-12345678\n")
+	l.writeToken("beta", "beta-token-12345678-0123456789abcdef\n")
 	l.writeConfig(head + l.orchestratorsYAML("[status, agent]", "beta") + llm)
 	if got := l.gw.Reload(); got != gateway.ReloadApplied {
 		t.Fatalf("Reload = %s; logs:\n%s", got, l.logs.String())
 	}
-	if code, body := post(t, l.url, "beta-token-12345678", toolsList, nil); code != http.StatusOK || !strings.Contains(body, "garra_agent") {
+	if code, body := post(t, l.url, "beta-token-12345678-0123456789abcdef", toolsList, nil); code != http.StatusOK || !strings.Contains(body, "garra_agent") {
 		t.Fatalf("beta after the reload: %d %.200s", code, body)
 	}
-	code, body := post(t, l.url, "alpha-token-1234567", toolsList, nil)
+	code, body := post(t, l.url, "alpha-token-1234567-0123456789abcdef", toolsList, nil)
 	if code != http.StatusUnauthorized || !strings.Contains(body, `"unauthorized"`) {
 		t.Fatalf("alpha after its removal: %d %s", code, body)
 	}
@@ -217,7 +229,7 @@ func TestReloadAddsAndRemovesOrchestrators(t *testing.T) {
 // A budget's spending survives a reload that changes its limit.
 func TestReloadKeepsBudgetSpending(t *testing.T) {
 	double := llmdouble.New(t) // echo
-	l := newLive(t, map[string]string{"OPENROUTER_API_KEY": "k"})
+	l := newLive(t, map[string]string{"OPENROUTER_API_KEY": "llm-test-key-0123"})
 	cfg := func(budget string) string {
 		return "gateway:\n  api_key: " + ownerKey + "\n  mcp_http:\n    enabled: true\n    allow_ask: true\n    ask_budget_per_minute: " + budget +
 			"\nllm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n"
@@ -254,7 +266,7 @@ func TestReloadKeepsBudgetSpending(t *testing.T) {
 // and a fixed config is applied again.
 func TestReloadRejectsConfigFailingCheck(t *testing.T) {
 	l := newLive(t, nil)
-	l.writeToken("alpha", "alpha-token-1234567\n")
+	l.writeToken("alpha", "alpha-token-1234567-0123456789abcdef\n")
 	good := "gateway:\n  api_key: " + ownerKey + "\n  mcp_http:\n    enabled: true\n" + l.orchestratorsYAML("[status]", "alpha") + "llm: {provider: ollama, model: llama3.2}\n"
 	l.writeConfig(good)
 	l.serve()
@@ -276,7 +288,7 @@ func TestReloadRejectsConfigFailingCheck(t *testing.T) {
 	if n := strings.Count(l.logs.String(), "agent_max_seconds: 4 is outside"); n != 1 {
 		t.Fatalf("the problem was logged %d times, want once:\n%s", n, l.logs.String())
 	}
-	if code, _ := post(t, l.url, "alpha-token-1234567", toolsList, nil); code != 200 {
+	if code, _ := post(t, l.url, "alpha-token-1234567-0123456789abcdef", toolsList, nil); code != 200 {
 		t.Fatalf("alpha under the last good config: %d", code)
 	}
 	resp, body := readyz(t, l.url, true)
@@ -294,6 +306,12 @@ func TestReloadRejectsConfigFailingCheck(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &v); err != nil || v.Hash != goodHash || v.Reload.OK || len(v.Reload.Problems) != 2 ||
 		!strings.HasPrefix(v.Reload.Problems[1], "channels.telegram.proactive_chat_ids[0]") {
 		t.Fatalf("verbose readyz: %s (%v)", body, err)
+	}
+	// The config path and the problems are the owner's to read.
+	for _, bearer := range []string{"", "alpha-token-1234567-0123456789abcdef", ownerKey + "x"} {
+		if resp, body := readyzAs(t, l.url+"/readyz?verbose=1", bearer); resp.StatusCode != 200 || body != "ok\n" {
+			t.Errorf("verbose readyz with bearer %q: %d %q, want the terse answer", bearer, resp.StatusCode, body)
+		}
 	}
 	m := metricsText(t, l.url)
 	if !strings.Contains(m, `garra_config_reload_total{result="rejected"} 1`) || !strings.Contains(m, `garra_config_info{hash="`+goodHash+`"} 1`) {
@@ -318,10 +336,10 @@ func TestReloadRejectsConfigFailingCheck(t *testing.T) {
 // new token alone retires the old one, without a change of config.
 func TestTokenFileLinesRotate(t *testing.T) {
 	l := newLive(t, nil)
-	l.writeToken("alpha", "alpha-new-token-1234\n\n  alpha-old-token-1234  \n")
+	l.writeToken("alpha", "alpha-new-token-1234-0123456789abcdef\n\n  alpha-old-token-1234-0123456789abcdef  \n")
 	l.writeConfig("gateway:\n  api_key: " + ownerKey + "\n  mcp_http:\n    enabled: true\n" + l.orchestratorsYAML("[status]", "alpha") + "llm: {provider: ollama, model: llama3.2}\n")
 	l.serve()
-	for _, tok := range []string{"alpha-new-token-1234", "alpha-old-token-1234"} {
+	for _, tok := range []string{"alpha-new-token-1234-0123456789abcdef", "alpha-old-token-1234-0123456789abcdef"} {
 		if code, _ := post(t, l.url, tok, toolsList, nil); code != 200 {
 			t.Fatalf("%s during the overlap: %d", tok, code)
 		}
@@ -329,14 +347,14 @@ func TestTokenFileLinesRotate(t *testing.T) {
 	if got := l.gw.Reload(); got != gateway.ReloadUnchanged {
 		t.Fatalf("Reload with nothing changed = %s", got)
 	}
-	l.writeToken("alpha", "alpha-new-token-1234\n")
+	l.writeToken("alpha", "alpha-new-token-1234-0123456789abcdef\n")
 	if got := l.gw.Reload(); got != gateway.ReloadApplied {
 		t.Fatalf("Reload after the rotation = %s", got)
 	}
-	if code, _ := post(t, l.url, "alpha-old-token-1234", toolsList, nil); code != 401 {
+	if code, _ := post(t, l.url, "alpha-old-token-1234-0123456789abcdef", toolsList, nil); code != 401 {
 		t.Fatalf("old token after the overlap: %d", code)
 	}
-	if code, _ := post(t, l.url, "alpha-new-token-1234", toolsList, nil); code != 200 {
+	if code, _ := post(t, l.url, "alpha-new-token-1234-0123456789abcdef", toolsList, nil); code != 200 {
 		t.Fatalf("new token after the overlap: %d", code)
 	}
 	if strings.Contains(l.logs.String(), "alpha-old-token") || strings.Contains(l.logs.String(), "alpha-new-token") {
@@ -368,22 +386,22 @@ func TestKubeletSwapReloadsThroughRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(sec.Publish(map[string]string{"alpha": "alpha-token-1234567"}))
+	must(sec.Publish(map[string]string{"alpha": "alpha-token-1234567-0123456789abcdef"}))
 	must(cm.Publish(map[string]string{"config.yml": yaml("alpha")}))
 	l := &live{t: t, path: filepath.Join(cm.Dir, "config.yml"), tokens: sec.Dir, logs: &syncBuffer{}}
 	_, _ = l.run(func(o *gateway.Options) { o.ReloadResync = -1 }) // the watch alone
 	time.Sleep(100 * time.Millisecond)                             // let the watch be set up
 
-	if code, _ := post(t, l.url, "beta-token-12345678", toolsList, nil); code != 401 {
+	if code, _ := post(t, l.url, "beta-token-12345678-0123456789abcdef", toolsList, nil); code != 401 {
 		t.Fatalf("beta before: %d", code)
 	}
 	// As the operator does it: the Secret gains beta, then the ConfigMap.
 	start := time.Now()
-	must(sec.Publish(map[string]string{"alpha": "alpha-token-1234567", "beta": "beta-token-12345678"}))
+	must(sec.Publish(map[string]string{"alpha": "alpha-token-1234567-0123456789abcdef", "beta": "beta-token-12345678-0123456789abcdef"}))
 	must(cm.Publish(map[string]string{"config.yml": yaml("alpha", "beta")}))
 	want := hashOf([]byte(yaml("alpha", "beta")))
 	for {
-		if code, _ := post(t, l.url, "beta-token-12345678", toolsList, nil); code == 200 {
+		if code, _ := post(t, l.url, "beta-token-12345678-0123456789abcdef", toolsList, nil); code == 200 {
 			break
 		}
 		if time.Since(start) > 10*time.Second {
@@ -399,9 +417,9 @@ func TestKubeletSwapReloadsThroughRun(t *testing.T) {
 	// watch restarted on the new set of token files.
 	time.Sleep(200 * time.Millisecond)
 	start = time.Now()
-	must(sec.Publish(map[string]string{"alpha": "alpha-token-rotated", "beta": "beta-token-12345678"}))
+	must(sec.Publish(map[string]string{"alpha": "alpha-token-rotated-0123456789abcdef", "beta": "beta-token-12345678-0123456789abcdef"}))
 	for {
-		if code, _ := post(t, l.url, "alpha-token-1234567", toolsList, nil); code == 401 {
+		if code, _ := post(t, l.url, "alpha-token-1234567-0123456789abcdef", toolsList, nil); code == 401 {
 			break
 		}
 		if time.Since(start) > 10*time.Second {
@@ -409,7 +427,7 @@ func TestKubeletSwapReloadsThroughRun(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if code, _ := post(t, l.url, "alpha-token-rotated", toolsList, nil); code != 200 {
+	if code, _ := post(t, l.url, "alpha-token-rotated-0123456789abcdef", toolsList, nil); code != 200 {
 		t.Fatalf("rotated token: %d", code)
 	}
 	t.Logf("rotation latency, Secret swap to the old token refused: %v", time.Since(start).Round(time.Millisecond))
@@ -420,8 +438,8 @@ func TestKubeletSwapReloadsThroughRun(t *testing.T) {
 // completes normally; then Run returns.
 func TestDrainLetsARunInFlightFinish(t *testing.T) {
 	double := llmdouble.New(t, llmdouble.Step{Text: "done while draining", Delay: time.Second})
-	l := newLive(t, map[string]string{"OPENROUTER_API_KEY": "k"})
-	l.writeToken("alpha", "alpha-token-1234567\n")
+	l := newLive(t, map[string]string{"OPENROUTER_API_KEY": "llm-test-key-0123"})
+	l.writeToken("alpha", "alpha-token-1234567-0123456789abcdef\n")
 	l.writeConfig("gateway:\n  listen: 127.0.0.1:0\n  drain_seconds: 5\n  api_key: " + ownerKey +
 		"\n  mcp_http:\n    enabled: true\n    allow_agent: true\n" + l.orchestratorsYAML("[agent]", "alpha") +
 		"llm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n")
@@ -440,8 +458,8 @@ func TestDrainLetsARunInFlightFinish(t *testing.T) {
 // not left hanging, and Run returns shortly after the deadline.
 func TestDrainDeadlineCutsARunWithItsKind(t *testing.T) {
 	double := llmdouble.New(t, llmdouble.Step{Text: "too late", Delay: time.Minute})
-	l := newLive(t, map[string]string{"OPENROUTER_API_KEY": "k"})
-	l.writeToken("alpha", "alpha-token-1234567\n")
+	l := newLive(t, map[string]string{"OPENROUTER_API_KEY": "llm-test-key-0123"})
+	l.writeToken("alpha", "alpha-token-1234567-0123456789abcdef\n")
 	l.writeConfig("gateway:\n  listen: 127.0.0.1:0\n  drain_seconds: 1\n  api_key: " + ownerKey +
 		"\n  mcp_http:\n    enabled: true\n    allow_agent: true\n" + l.orchestratorsYAML("[agent]", "alpha") +
 		"llm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n")
@@ -465,7 +483,7 @@ func TestDrainDeadlineCutsARunWithItsKind(t *testing.T) {
 // drains as without.
 func TestHandOverServesNewRequestsOnFreshConnectionsThenDrains(t *testing.T) {
 	l := newLive(t, nil)
-	l.writeToken("alpha", "alpha-token-1234567\n")
+	l.writeToken("alpha", "alpha-token-1234567-0123456789abcdef\n")
 	l.writeConfig("gateway:\n  listen: 127.0.0.1:0\n  drain_seconds: 1\n  handover_seconds: 1\n  api_key: " + ownerKey +
 		"\n  mcp_http:\n    enabled: true\n" + l.orchestratorsYAML("[status]", "alpha") + "llm: {provider: ollama, model: llama3.2}\n")
 	stop, wait := l.run()
@@ -534,7 +552,7 @@ func TestHandOverServesNewRequestsOnFreshConnectionsThenDrains(t *testing.T) {
 // how long after stop it arrived.
 func drainRun(t *testing.T, l *live, double *llmdouble.Server, stop func()) (map[string]any, time.Duration) {
 	t.Helper()
-	cs := client(t, l.url, "alpha-token-1234567")
+	cs := client(t, l.url, "alpha-token-1234567-0123456789abcdef")
 	done := make(chan map[string]any, 1)
 	go func() {
 		env, _ := call(t, cs, "garra_agent", map[string]any{"message": "work"})
@@ -581,7 +599,7 @@ func drainRun(t *testing.T, l *live, double *llmdouble.Server, stop func()) (map
 // field, while the rest of the same edit is applied.
 func TestReloadKeepsProcessSettings(t *testing.T) {
 	l := newLive(t, nil)
-	l.writeToken("alpha", "alpha-token-1234567\n")
+	l.writeToken("alpha", "alpha-token-1234567-0123456789abcdef\n")
 	body := func(listen, dataDir, names string) string {
 		return "data_dir: " + dataDir + "\ngateway:\n  listen: " + listen + "\n  api_key: " + ownerKey + "\n  mcp_http:\n    enabled: true\n" +
 			l.orchestratorsYAML("[status]", strings.Fields(names)...) + "llm: {provider: ollama, model: llama3.2}\n"
@@ -589,7 +607,7 @@ func TestReloadKeepsProcessSettings(t *testing.T) {
 	first := t.TempDir()
 	l.writeConfig(body("127.0.0.1:3999", first, "alpha"))
 	l.serve()
-	l.writeToken("beta", "beta-token-12345678\n")
+	l.writeToken("beta", "beta-token-12345678-0123456789abcdef\n")
 	l.writeConfig(body("0.0.0.0:4000", t.TempDir(), "alpha beta"))
 	if got := l.gw.Reload(); got != gateway.ReloadApplied {
 		t.Fatalf("Reload = %s", got)
@@ -600,7 +618,7 @@ func TestReloadKeepsProcessSettings(t *testing.T) {
 			t.Fatalf("no restart warning for %s:\n%s", field, logs)
 		}
 	}
-	if code, _ := post(t, l.url, "beta-token-12345678", toolsList, nil); code != 200 {
+	if code, _ := post(t, l.url, "beta-token-12345678-0123456789abcdef", toolsList, nil); code != 200 {
 		t.Fatalf("the rest of the edit was not applied: beta %d", code)
 	}
 	// The onboarding prompt still names the address in force.
@@ -616,16 +634,16 @@ func TestReloadKeepsProcessSettings(t *testing.T) {
 // applies.
 func TestReloadAppliesAroundAMissingToken(t *testing.T) {
 	l := newLive(t, nil)
-	l.writeToken("alpha", "alpha-token-1234567\n")
+	l.writeToken("alpha", "alpha-token-1234567-0123456789abcdef\n")
 	l.writeConfig("gateway:\n  api_key: " + ownerKey + "\n  mcp_http:\n    enabled: true\n" + l.orchestratorsYAML("[status]", "alpha") + "llm: {provider: ollama, model: llama3.2}\n")
 	l.serve()
 
-	l.writeToken("beta", "beta-token-12345678\n") // gamma's file never appears
+	l.writeToken("beta", "beta-token-12345678-0123456789abcdef\n") // gamma's file never appears
 	l.writeConfig("gateway:\n  api_key: " + ownerKey + "\n  mcp_http:\n    enabled: true\n" + l.orchestratorsYAML("[status]", "alpha", "beta", "gamma") + "llm: {provider: ollama, model: llama3.2}\n")
 	if got := l.gw.Reload(); got != gateway.ReloadApplied {
 		t.Fatalf("Reload with one token missing = %s, want applied", got)
 	}
-	for token, want := range map[string]int{"alpha-token-1234567": 200, "beta-token-12345678": 200, "": 401} {
+	for token, want := range map[string]int{"alpha-token-1234567-0123456789abcdef": 200, "beta-token-12345678-0123456789abcdef": 200, "": 401} {
 		if code, _ := post(t, l.url, token, toolsList, nil); code != want {
 			t.Errorf("token %q: %d, want %d", token, code, want)
 		}

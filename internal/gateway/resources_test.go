@@ -45,7 +45,7 @@ const (
 	secretChat = "telegram:424242424"
 )
 
-var resourceEnv = map[string]string{"BADGOOD_KEY": badgoodToken, "N8N_KEY": n8nToken, "BLIND_KEY": blindToken, "OPENROUTER_API_KEY": "k"}
+var resourceEnv = map[string]string{"BADGOOD_KEY": badgoodToken, "N8N_KEY": n8nToken, "BLIND_KEY": blindToken, "OPENROUTER_API_KEY": "llm-test-key-0123"}
 
 func resourceStore() *memStore {
 	return &memStore{

@@ -25,7 +25,7 @@ import (
 	"github.com/garraia/garra/test/testlog"
 )
 
-const ownerKey = "owner-key-0123456789"
+const ownerKey = "owner-key-0123456789-0123456789abcdef"
 
 type syncBuffer = testlog.Buffer
 
@@ -414,7 +414,7 @@ func TestSendChannelOffline(t *testing.T) {
 func TestAskBudgetExactUnderConcurrency(t *testing.T) {
 	double := llmdouble.New(t) // echo
 	yaml := enabled + "    allow_ask: true\n    ask_budget_per_minute: 3\nllm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n"
-	h := start(t, yaml, map[string]string{"OPENROUTER_API_KEY": "k"})
+	h := start(t, yaml, map[string]string{"OPENROUTER_API_KEY": "llm-test-key-0123"})
 	cs := client(t, h.url, ownerKey)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -442,7 +442,7 @@ func TestAskBudgetExactUnderConcurrency(t *testing.T) {
 func TestAskPolicy(t *testing.T) {
 	double := llmdouble.New(t, llmdouble.Step{Text: "pong"}, llmdouble.Step{Status: 401, ErrorMessage: "bad key corp-123456"})
 	yaml := enabled + "    allow_ask: true\n    redact_patterns: ['corp-[0-9]{6}']\nllm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n"
-	h := start(t, yaml, map[string]string{"OPENROUTER_API_KEY": "k"})
+	h := start(t, yaml, map[string]string{"OPENROUTER_API_KEY": "llm-test-key-0123"})
 	cs := client(t, h.url, ownerKey)
 
 	env, isErr := call(t, cs, "garra_ask", map[string]any{"message": "secret question"})

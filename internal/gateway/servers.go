@@ -26,7 +26,7 @@ func (g *policy) newMCPServer(c mcppolicy.Caller) *mcp.Server {
 		Chats: &mcpserver.Chats{Store: g.store, Sender: g.sender, Approved: g.cfg.Channels.Telegram.ProactiveChatIDs,
 			Redactor: g.builtinRed, Started: g.started},
 		Budgets:         mcpserver.Budgets{Send: g.sendBudget, Ask: g.askBudget, Agent: g.agentBudget},
-		Quota:           g.quotas.set(c, g.cfg.Gateway.MCPHTTP),
+		Quota:           g.quotas.set(c, g.cfg.Gateway.MCPHTTP, g.cfg.Gateway.Metrics.OrchestratorLabels),
 		RetryAfter:      g.retry.note,
 		Redactor:        g.red,
 		Observe:         g.metrics.observe,

@@ -241,7 +241,7 @@ func TestTraceErrorTypeIsTheGarraKind(t *testing.T) {
 	double := llmdouble.New(t)
 	yaml := enabled + "    allow_agent: true\n    agent_max_seconds: 60\n" + twoAgents +
 		"llm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n"
-	h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "k"},
+	h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "llm-test-key-0123"},
 		func(o *gateway.Options) { o.TracerProvider = tp })
 	cs := client(t, h.url, "alpha-token-1234567")
 	if res, _ := call(t, cs, "garra_agent", map[string]any{"message": "x", "model": "openrouter/auto"}); kindOf(res) != string(errkinds.ModelNotAllowed) {

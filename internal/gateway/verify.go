@@ -58,6 +58,9 @@ func verdictOf(nTools int, err error, at time.Time) sandboxz.Verdict {
 		v.Reason, v.Message = sandboxz.NoToken, "the gateway has no token for this sandbox: "+oneLine(err.Error())
 	case errors.Is(err, tools.ErrRemoteUnauthorized):
 		v.Reason, v.Message = sandboxz.TokenRefused, "the sandbox refused the gateway's token: the orchestrator's Secret and the sandbox disagree"
+	case errors.Is(err, tools.ErrRemoteToolsTooLarge):
+		// It answered; what it lists is past what the gateway will hold.
+		v.Reason, v.Message = sandboxz.NoTools, "the sandbox's tool list is refused: "+oneLine(err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
 		v.Reason, v.Message = sandboxz.Unreachable, "no answer from the sandbox within "+verifyTimeout.String()
 	default:

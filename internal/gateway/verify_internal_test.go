@@ -28,6 +28,7 @@ func TestVerdictOf(t *testing.T) {
 		{"timeout", 0, fmt.Errorf("list tools: %w", context.DeadlineExceeded), false, sandboxz.Unreachable},
 		{"refused connection", 0, errors.New("dial tcp 10.0.0.1:8080: connection refused"), false, sandboxz.Unreachable},
 		{"no token", 0, errors.Join(errNoSandboxToken, errors.New("SBX unset")), false, sandboxz.NoToken},
+		{"hostile list", 0, fmt.Errorf("sandbox: list tools: %w: more than 32 pages", tools.ErrRemoteToolsTooLarge), false, sandboxz.NoTools},
 	} {
 		v := verdictOf(tc.n, tc.err, at)
 		if v.Verified != tc.verified || v.Reason != tc.reason || v.Message == "" || !v.CheckedAt.Equal(at) {

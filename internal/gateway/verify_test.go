@@ -57,7 +57,7 @@ func TestSandboxesVerifiedByARealHandshake(t *testing.T) {
 
 	l := newLive(t, map[string]string{"GOOD": sandboxToken, "BAD": "not-the-sandbox-token-0123"})
 	for _, n := range []string{"good", "wrong", "gone", "local"} {
-		l.writeToken(n, n+"-caller-token-0123456\n")
+		l.writeToken(n, n+"-caller-token-0123456-0123456789\n")
 	}
 	config := func(wrongEnv string) string {
 		return "gateway:\n  listen: 127.0.0.1:0\n  rate_limit: {requests_per_minute: 100000}\n  api_key: " + ownerKey + "\n  mcp_http:\n    enabled: true\n    allow_agent: true\n    orchestrators:\n" +
@@ -109,7 +109,7 @@ func TestSandboxesVerifiedByARealHandshake(t *testing.T) {
 	if code, _ := getSandboxz(t, l.url, ""); code != http.StatusUnauthorized {
 		t.Errorf("no bearer: %d, want 401", code)
 	}
-	if code, _ := getSandboxz(t, l.url, "good-caller-token-0123456"); code != http.StatusForbidden {
+	if code, _ := getSandboxz(t, l.url, "good-caller-token-0123456-0123456789"); code != http.StatusForbidden {
 		t.Errorf("an orchestrator's bearer: %d, want 403", code)
 	}
 

@@ -98,7 +98,7 @@ func TestAgentCallWakesASuspendedSandbox(t *testing.T) {
 		llmdouble.Step{Text: "ran after waking"},
 		llmdouble.Step{Text: "second"})
 	h := start(t, wakeYAML(sbx.url, double.OpenAIBaseURL()),
-		map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "k", "SBX_TOKEN": sandboxToken},
+		map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "llm-test-key-0123", "SBX_TOKEN": sandboxToken},
 		func(o *gateway.Options) { o.Waker = waker })
 	cs := client(t, h.url, "alpha-token-1234567")
 
@@ -136,7 +136,7 @@ func TestAgentCallFailsWhenTheSandboxCannotWake(t *testing.T) {
 	waker := &fakeWaker{sbx: sbx, err: errors.New("deployments.apps \"team-a-sandbox-alpha\" is forbidden")}
 	double := llmdouble.New(t, llmdouble.Step{Text: "unreached"})
 	h := start(t, wakeYAML(sbx.url, double.OpenAIBaseURL()),
-		map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "k", "SBX_TOKEN": sandboxToken},
+		map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "llm-test-key-0123", "SBX_TOKEN": sandboxToken},
 		func(o *gateway.Options) { o.Waker = waker })
 	cs := client(t, h.url, "alpha-token-1234567")
 	env, _ := call(t, cs, "garra_agent", map[string]any{"message": "run it"})
@@ -162,7 +162,7 @@ func TestCallDuringAWakeWaitsForIt(t *testing.T) {
 	bash := llmdouble.Step{ToolCalls: []llmdouble.Call{{Name: "bash", Args: `{"command":"echo up"}`}}}
 	double := llmdouble.New(t, bash, bash, llmdouble.Step{Text: "done"}, llmdouble.Step{Text: "done"})
 	h := start(t, wakeYAML(sbx.url, double.OpenAIBaseURL()),
-		map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "k", "SBX_TOKEN": sandboxToken},
+		map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "llm-test-key-0123", "SBX_TOKEN": sandboxToken},
 		func(o *gateway.Options) { o.Waker = waker })
 
 	envs := make([]map[string]any, 2)

@@ -52,7 +52,7 @@ func TestSandboxedAgentGetsWebSearchFromTheGateway(t *testing.T) {
 		llmdouble.Step{Text: "done"})
 	yaml := enabled + "    allow_agent: true\n    agent_max_seconds: 60\n" + fmt.Sprintf(sandboxedAlpha, sbxURL) +
 		"llm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + ", brave: {base_url: " + brave.URL + "}}\n"
-	h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "k",
+	h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "llm-test-key-0123",
 		"SBX_TOKEN": sandboxToken, "BRAVE_API_KEY": braveKey})
 
 	res, isErr := call(t, client(t, h.url, "alpha-token-1234567"), "garra_agent", map[string]any{"message": "research"})
@@ -94,7 +94,7 @@ func TestNoBraveKeyNoWebSearch(t *testing.T) {
 	double := llmdouble.New(t, llmdouble.Step{Text: "ok"})
 	yaml := enabled + "    allow_agent: true\n    agent_max_seconds: 60\n" + fmt.Sprintf(sandboxedAlpha, sbxURL) +
 		"llm: {provider: openrouter, base_url: " + double.OpenAIBaseURL() + "}\n"
-	h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "k", "SBX_TOKEN": sandboxToken})
+	h := start(t, yaml, map[string]string{"ALPHA_KEY": "alpha-token-1234567", "OPENROUTER_API_KEY": "llm-test-key-0123", "SBX_TOKEN": sandboxToken})
 	if res, _ := call(t, client(t, h.url, "alpha-token-1234567"), "garra_agent", map[string]any{"message": "x"}); res["ok"] != true {
 		t.Fatalf("run: %v", res)
 	}

@@ -9,9 +9,12 @@ import (
 	"strings"
 )
 
-// MinSecretLen is the length, in bytes, below which WithSecrets ignores a
-// value: anything shorter is likely to occur in ordinary text, and
-// redacting every occurrence of it would shred the output.
+// MinSecretLen is the length, in bytes, below which WithSecrets registers
+// a value as itself only, not in its encoded forms: a held secret is
+// redacted whatever its length (a short one is a weak secret, and `garra
+// config check` refuses short keys and tokens, but still one this process
+// must not echo), while the encodings of so short a value would match too
+// much ordinary text.
 const MinSecretLen = 8
 
 // secretAnchorLen is how much of a registered form must occur unbroken for
@@ -31,8 +34,8 @@ const secretAnchorLen = 8
 //   - interrupted, after its first eight bytes, by line breaks or short
 //     runs of blanks, raw or JSON-escaped, as a wrapped or pasted key is.
 //
-// Empty values and values shorter than MinSecretLen are ignored. Values
-// are matched literally and case-sensitively, longest first; overlapping
+// Empty values are ignored; values shorter than MinSecretLen are matched
+// as they are, unbroken and unencoded. Values are matched literally and case-sensitively, longest first; overlapping
 // matches merge into one redaction. r is not modified; a nil r means
 // Default().
 func (r *Redactor) WithSecrets(values ...string) *Redactor {
@@ -53,9 +56,10 @@ func (r *Redactor) WithSecrets(values ...string) *Redactor {
 // first two bytes so that one pass over the text finds the candidates,
 // however many secrets there are.
 type secretSet struct {
-	forms  []string
-	pairs  [1 << 16 / 64]uint64 // bit p: some form starts with the byte pair p
-	byPair map[uint16][]int     // pair -> indexes into forms
+	forms   []string
+	pairs   [1 << 16 / 64]uint64 // bit p: some form starts with the byte pair p
+	byPair  map[uint16][]int     // pair -> indexes into forms
+	singles [256 / 64]uint64     // bit b: the one-byte form b is registered
 }
 
 func newSecretSet(forms []string) *secretSet {
@@ -68,6 +72,10 @@ func newSecretSet(forms []string) *secretSet {
 	}
 	set := &secretSet{forms: forms, byPair: map[uint16][]int{}}
 	for i, f := range forms {
+		if len(f) == 1 {
+			set.singles[f[0]/64] |= 1 << (f[0] % 64)
+			continue
+		}
 		p := pairAt(f, 0)
 		set.pairs[p/64] |= 1 << (p % 64)
 		set.byPair[p] = append(set.byPair[p], i)
@@ -85,7 +93,11 @@ func appendForms(dst []string, v string) []string {
 		}
 	}
 	for _, raw := range []string{v, strings.TrimSpace(v)} {
+		if raw == "" {
+			continue
+		}
 		if len(raw) < MinSecretLen {
+			dst = append(dst, raw)
 			continue
 		}
 		add(raw)
@@ -123,7 +135,13 @@ func (set *secretSet) find(s string, out []span) []span {
 	if set == nil {
 		return out
 	}
-	for a := 0; a+MinSecretLen <= len(s); a++ {
+	for a := range len(s) {
+		if b := s[a]; set.singles[b/64]&(1<<(b%64)) != 0 {
+			out = append(out, span{a, a + 1})
+		}
+		if a+2 > len(s) {
+			break
+		}
 		p := pairAt(s, a)
 		if set.pairs[p/64]&(1<<(p%64)) == 0 {
 			continue

@@ -50,6 +50,7 @@ func TestWithSecrets(t *testing.T) {
 		{"json newline inside", `{"v":"$S"}`, lowerKey[:8] + `\n` + lowerKey[8:16] + `\r\n  ` + lowerKey[16:]},
 		{"two breaks", "<$S>", ownerKey[:8] + "\n" + ownerKey[8:30] + " " + ownerKey[30:]},
 		{"twice", "$S", orchToken + " and " + orchToken},
+		{"short value", "$S and sweet", "short"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -67,10 +68,10 @@ func TestWithSecrets(t *testing.T) {
 		})
 	}
 
-	// Unregistered: too short, empty, whitespace only; and text that only
-	// starts like a secret.
+	// Unregistered: empty, whitespace only; and text that only starts
+	// like a secret.
 	for _, in := range []string{
-		"short and sweet", "a word-like phrase: correct-horse", "orch-" + strings.Repeat("z", 14),
+		"a word-like phrase: correct-horse", "orch-" + strings.Repeat("z", 14),
 		lowerKey[:7] + "\n" + lowerKey[7:],       // broken inside the first eight bytes
 		lowerKey[:12] + "\n\n" + lowerKey[12:],   // a blank line is not a wrap
 		lowerKey[:12] + "      " + lowerKey[12:], // nor are six spaces
@@ -287,5 +288,17 @@ func BenchmarkStringWithSecrets(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = r.String(in)
+	}
+}
+
+// A held secret is redacted whatever its length, down to one byte.
+func TestWithSecretsCoversShortValues(t *testing.T) {
+	for _, v := range []string{"Q", "k9", "pw1", "s3cr", "Zz9x!", "abc-12", "tok_4Xy"} {
+		r := Default().WithSecrets(v)
+		in := "before " + v + " after\n" + v
+		want := "before " + Placeholder + " after\n" + Placeholder
+		if got := r.String(in); got != want {
+			t.Errorf("a %d-byte secret: String(%q) = %q, want %q", len(v), in, got, want)
+		}
 	}
 }

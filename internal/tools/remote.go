@@ -40,7 +40,25 @@ type RemoteOptions struct {
 	// context travels to the sandbox in the traceparent header; nil =
 	// untraced, and no header is added.
 	TracerProvider trace.TracerProvider
+	// ListTimeout bounds one Tools, all its pages; 0 = DefaultListTimeout.
+	ListTimeout time.Duration
 }
+
+// Bounds of a sandbox's tools/list. A sandbox is a tenant's pod, not a
+// trusted peer: one that answers with endless pages or huge tools must
+// not grow the gateway without limit. garra's own sandbox lists a handful
+// of tools in one page, each well under a kilobyte.
+const (
+	DefaultListTimeout        = 30 * time.Second
+	MaxRemoteToolPages        = 32
+	MaxRemoteTools            = 256
+	MaxRemoteDescriptionBytes = 8 << 10
+	MaxRemoteSchemaBytes      = 32 << 10
+)
+
+// ErrRemoteToolsTooLarge is wrapped by Tools' error when the sandbox's
+// list passes one of the bounds above.
+var ErrRemoteToolsTooLarge = errors.New("the sandbox's tool list exceeds the gateway's bounds")
 
 // ErrRemoteUnauthorized is wrapped by Remote's errors when the sandbox
 // answered 401: the token is wrong or missing.
@@ -82,6 +100,7 @@ type Remote struct {
 	http     *http.Client
 	tracer   trace.Tracer // nil = untraced
 	server   []attribute.KeyValue
+	listFor  time.Duration
 }
 
 var _ Executor = (*Remote)(nil)
@@ -107,6 +126,10 @@ func NewRemote(o RemoteOptions) *Remote {
 		endpoint: o.URL,
 		token:    o.Token,
 		client:   mcp.NewClient(&mcp.Implementation{Name: "garra-gateway", Version: "1"}, nil),
+		listFor:  o.ListTimeout,
+	}
+	if r.listFor <= 0 {
+		r.listFor = DefaultListTimeout
 	}
 	base := o.HTTPClient
 	if base == nil {
@@ -136,13 +159,16 @@ func NewRemote(o RemoteOptions) *Remote {
 	return r
 }
 
-// Tools lists the sandbox's tools in the order it gives them.
+// Tools lists the sandbox's tools in the order it gives them, within
+// ListTimeout and the bounds above (ErrRemoteToolsTooLarge beyond them).
 func (r *Remote) Tools(ctx context.Context) (_ []Tool, err error) {
 	if r.tracer != nil {
 		var span trace.Span
 		ctx, span = mcptrace.StartClient(ctx, r.tracer, "tools/list", "", r.server...)
 		defer func() { mcptrace.EndClient(span, remoteErrorType(err), false) }()
 	}
+	ctx, cancel := context.WithTimeout(ctx, r.listFor)
+	defer cancel()
 	cs, err := r.connect(ctx)
 	if err != nil {
 		return nil, r.wrap("list tools", err)
@@ -150,21 +176,58 @@ func (r *Remote) Tools(ctx context.Context) (_ []Tool, err error) {
 	ok := false
 	defer func() { closeSession(cs, ok) }()
 	var out []Tool
-	for t, err := range cs.Tools(ctx, nil) {
+	params := &mcp.ListToolsParams{}
+	for page := 1; ; page++ {
+		if page > MaxRemoteToolPages {
+			return nil, r.wrap("list tools", fmt.Errorf("%w: more than %d pages", ErrRemoteToolsTooLarge, MaxRemoteToolPages))
+		}
+		res, err := cs.ListTools(ctx, params)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 			return nil, r.wrap("list tools", err)
 		}
-		schema, err := json.Marshal(t.InputSchema)
-		if err != nil {
-			return nil, r.wrap("list tools", fmt.Errorf("tool %q: input schema: %w", t.Name, err))
+		if len(out)+len(res.Tools) > MaxRemoteTools {
+			return nil, r.wrap("list tools", fmt.Errorf("%w: more than %d tools", ErrRemoteToolsTooLarge, MaxRemoteTools))
 		}
-		out = append(out, Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+		for _, t := range res.Tools {
+			tool, err := boundedTool(t)
+			if err != nil {
+				return nil, r.wrap("list tools", err)
+			}
+			out = append(out, tool)
+		}
+		if res.NextCursor == "" {
+			break
+		}
+		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
 	}
 	ok = true
 	return out, nil
+}
+
+// maxToolNameBytes is MCP's own limit on a tool name.
+const maxToolNameBytes = 128
+
+// boundedTool copies one listed tool, refusing one whose description or
+// input schema passes its bound.
+func boundedTool(t *mcp.Tool) (Tool, error) {
+	name := t.Name
+	if len(name) > maxToolNameBytes {
+		return Tool{}, fmt.Errorf("%w: a tool name of %d bytes, more than %d", ErrRemoteToolsTooLarge, len(name), maxToolNameBytes)
+	}
+	if len(t.Description) > MaxRemoteDescriptionBytes {
+		return Tool{}, fmt.Errorf("%w: tool %q: description of %d bytes, more than %d", ErrRemoteToolsTooLarge, name, len(t.Description), MaxRemoteDescriptionBytes)
+	}
+	schema, err := json.Marshal(t.InputSchema)
+	if err != nil {
+		return Tool{}, fmt.Errorf("tool %q: input schema: %w", name, err)
+	}
+	if len(schema) > MaxRemoteSchemaBytes {
+		return Tool{}, fmt.Errorf("%w: tool %q: input schema of %d bytes, more than %d", ErrRemoteToolsTooLarge, name, len(schema), MaxRemoteSchemaBytes)
+	}
+	return Tool{Name: t.Name, Description: t.Description, InputSchema: schema}, nil
 }
 
 // Call runs one tool in the sandbox.
