@@ -221,12 +221,9 @@ func (c *checker) interpreter(lang, prog string, cl callCtx) string {
 				return "inline " + lang + " code (" + clip(prog, maxNameLen) + " " + clip(name, 20) + ")"
 			}
 			if val, has, ok := longOptIn(v, "require", "import", "loader", "experimental-loader"); ok && lang == "node" {
-				mod, next, _ := optValue(args, i, val, has)
+				mod, _ := takeValue(args, &i, val, has)
 				if r := nodeModule(prog, mod); r != "" {
 					return r
-				}
-				if next {
-					i++
 				}
 				continue
 			}
@@ -388,16 +385,12 @@ func (c *checker) awkRule(args []arg) string {
 				i++
 			}
 		case v == "-e" || isLongOf(v, "source"):
-			val, has, _ := longOpt(v, "source")
-			if p, next, ok := optValue(args, i, val, has); ok {
+			if p, ok := takeLong(args, &i, "source"); ok {
 				if !p.lit {
 					return "non-literal awk program"
 				}
 				if r := c.awkRisk(p.val); r != "" {
 					return r
-				}
-				if next {
-					i++
 				}
 			}
 			hasFile = true
@@ -525,12 +518,8 @@ func (c *checker) sedRule(args []arg) string {
 			}
 			i = len(args)
 		case isLongOf(v, "expression"):
-			val, has, _ := longOpt(v, "expression")
-			if e, next, ok := optValue(args, i, val, has); ok {
+			if e, ok := takeLong(args, &i, "expression"); ok {
 				scripts = append(scripts, e)
-				if next {
-					i++
-				}
 			}
 			haveScript = true
 		case isLongOf(v, "file"):

@@ -255,15 +255,11 @@ func (c *checker) unwrapLoader(cl callCtx) string {
 		case isLongOf(v, "preload") || isLongOf(v, "audit"):
 			return "the dynamic loader loads a library into the program (" + clip(v, 12) + ")"
 		case isLongOf(v, "argv0"):
-			val, has, _ := longOpt(v, "argv0")
-			n, next, _ := optValue(args, i, val, has)
+			n, _ := takeLong(args, &i, "argv0")
 			if !n.lit {
 				return "non-literal ld.so --argv0"
 			}
 			argv0 = n.val
-			if next {
-				i++
-			}
 		case !strings.Contains(v, "=") && (isLongOf(v, "library-path") || isLongOf(v, "inhibit-rpath") ||
 			isLongOf(v, "glibc-hwcaps-prepend") || isLongOf(v, "glibc-hwcaps-mask")):
 			i++

@@ -443,12 +443,8 @@ func (c *checker) copyRule(prog string, args []arg) string {
 			v := a.val
 			switch {
 			case v == "-t" || isLongOf(v, "target-directory"):
-				val, has, _ := longOpt(v, "target-directory")
-				if t, next, ok := optValue(args, i, val, has); ok {
+				if t, ok := takeLong(args, &i, "target-directory"); ok {
 					dest = &t
-					if next {
-						i++
-					}
 				}
 			case strings.HasPrefix(v, "-t") && len(v) > 2 && !strings.HasPrefix(v, "--"):
 				t := litArg(v[2:])
@@ -619,38 +615,25 @@ func (c *checker) tarRule(args []arg) string {
 		v := a.val
 		switch {
 		case isLongOf(v, "to-command") || isLongOf(v, "use-compress-program"):
-			val, has, _ := longOptIn(v, "to-command", "use-compress-program")
-			code, next, _ := optValue(args, i, val, has)
+			code, _ := takeLong(args, &i, "to-command", "use-compress-program")
 			if r := c.codeArg("tar "+clip(v, 24), code); r != "" {
 				return r
 			}
-			if next {
-				i++
-			}
 		case isLongOf(v, "checkpoint-action"):
-			val, has, _ := longOpt(v, "checkpoint-action")
-			act, next, _ := optValue(args, i, val, has)
+			act, _ := takeLong(args, &i, "checkpoint-action")
 			if !act.lit {
 				return "non-literal tar --checkpoint-action"
 			}
 			if strings.Contains(act.val, "exec") {
 				return "tar option runs a command (--checkpoint-action=exec)"
 			}
-			if next {
-				i++
-			}
 		case isLongOf(v, "rsh-command") || isLongOf(v, "rmt-command") || isLongOf(v, "info-script") || isLongOf(v, "new-volume-script"):
 			return "tar option runs a command (" + clip(v, 24) + ")"
 		case isLongOf(v, "extract") || isLongOf(v, "get"):
 			extract = true
 		case isLongOf(v, "directory"):
-			val, has, _ := longOpt(v, "directory")
-			d, next, ok := optValue(args, i, val, has)
-			if ok {
+			if d, ok := takeLong(args, &i, "directory"); ok {
 				dirs = append(dirs, d)
-			}
-			if next {
-				i++
 			}
 		case strings.HasPrefix(v, "--"):
 		case strings.HasPrefix(v, "-") || i == 1:

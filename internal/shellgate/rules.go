@@ -169,17 +169,7 @@ func longOptRule(what string, names ...string) programRule {
 
 // evalRule: eval runs in this shell, so a cd in it moves the caller.
 func evalRule(c *checker, _ string, cl callCtx) string {
-	parts := make([]string, 0, len(cl.args))
-	for _, a := range cl.args[1:] {
-		if !a.lit {
-			return "non-literal code passed to eval"
-		}
-		parts = append(parts, a.val)
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return c.nestedHere(strings.Join(parts, " "))
+	return c.joinCode("eval", cl.args[1:], c.nestedHere)
 }
 
 func setRule(_ *checker, _ string, cl callCtx) string {
