@@ -155,11 +155,8 @@ func hereText(r *syntax.Redirect) (string, bool) {
 		}
 		quoted := false
 		for _, p := range r.Word.Parts {
-			if _, ok := p.(*syntax.Lit); !ok {
-				quoted = true
-			} else if strings.Contains(p.(*syntax.Lit).Value, "\\") {
-				quoted = true
-			}
+			l, ok := p.(*syntax.Lit)
+			quoted = quoted || !ok || strings.Contains(l.Value, "\\")
 		}
 		var b strings.Builder
 		for _, p := range r.Hdoc.Parts {
@@ -264,13 +261,9 @@ func (c *checker) interpreter(lang, prog string, cl callCtx) string {
 				}
 				return ""
 			case ch == 'r' && lang == "node":
-				mod := litArg(v[j+1:])
-				if mod.val == "" {
-					if i+1 >= len(args) {
-						return ""
-					}
-					i++
-					mod = args[i]
+				mod, ok := takeValue(args, &i, v[j+1:], j+1 < len(v))
+				if !ok {
+					return ""
 				}
 				if r := nodeModule(prog, mod); r != "" {
 					return r
@@ -627,24 +620,26 @@ func sedRisk(s string) string {
 			i++
 		}
 	}
+	// wfile judges the file a w command or flag writes.
+	wfile := func() string {
+		skipSpace()
+		return protectedWrite(litArg(strings.TrimSpace(toEOL())), "sed w")
+	}
 	address := func() bool {
+		var d byte
 		switch {
 		case i < n && s[i] == '/':
-			i++
-			if !delimited('/') {
-				return false
-			}
+			d, i = '/', i+1
 		case i+1 < n && s[i] == '\\':
-			d := s[i+1]
-			i += 2
-			if !delimited(d) {
-				return false
-			}
+			d, i = s[i+1], i+2
 		default:
 			for i < n && (s[i] >= '0' && s[i] <= '9' || s[i] == '$' || s[i] == '~' || s[i] == '+') {
 				i++
 			}
 			return true
+		}
+		if !delimited(d) {
+			return false
 		}
 		for i < n && (s[i] == 'I' || s[i] == 'M') {
 			i++
@@ -681,7 +676,7 @@ func sedRisk(s string) string {
 		i++
 		switch cmd {
 		case '{', '}', '=', 'd', 'D', 'g', 'G', 'h', 'H', 'n', 'N', 'p', 'P', 'x', 'z', 'F':
-		case '#', 'a', 'i', 'c':
+		case '#', 'a', 'i', 'c', 'r', 'R':
 			toEOL()
 		case ':', 'b', 't', 'T', 'v':
 			toSemi()
@@ -690,11 +685,8 @@ func sedRisk(s string) string {
 			for i < n && s[i] >= '0' && s[i] <= '9' {
 				i++
 			}
-		case 'r', 'R':
-			toEOL()
 		case 'w', 'W':
-			skipSpace()
-			if r := protectedWrite(litArg(strings.TrimSpace(toEOL())), "sed w"); r != "" {
+			if r := wfile(); r != "" {
 				return r
 			}
 		case 'e':
@@ -706,10 +698,7 @@ func sedRisk(s string) string {
 			d := s[i]
 			i++
 			// s/pattern/replacement/ and y/source/dest/: two delimited parts.
-			if pattern := delimited(d); !pattern {
-				return "unparsable sed script"
-			}
-			if replacement := delimited(d); !replacement {
+			if !delimited(d) || !delimited(d) {
 				return "unparsable sed script"
 			}
 			for cmd == 's' && i < n && strings.IndexByte(";\n}# \t", s[i]) < 0 {
@@ -718,8 +707,7 @@ func sedRisk(s string) string {
 					return "sed s///e flag runs shell commands"
 				case f == 'w':
 					i++
-					skipSpace()
-					if r := protectedWrite(litArg(strings.TrimSpace(toEOL())), "sed w"); r != "" {
+					if r := wfile(); r != "" {
 						return r
 					}
 				case strings.IndexByte("gpiImM0123456789", f) >= 0:

@@ -2,6 +2,7 @@ package shellgate
 
 import (
 	"path"
+	"slices"
 	"strings"
 	"sync"
 
@@ -437,21 +438,17 @@ func (c *checker) expansion(base value, e *syntax.Expansion) value {
 // here-document, a name-like unknown for programs that only name things,
 // and run-time text for everything else.
 func (c *checker) producerValue(stmts []*syntax.Stmt) value {
-	switch len(stmts) {
-	case 0:
-		return litValue("")
-	case 1:
-	default:
-		vs := make([]value, 0, len(stmts))
-		for i, s := range stmts {
-			if i > 0 {
-				vs = append(vs, litValue("\n"))
-			}
-			vs = append(vs, c.stmtOutput(s))
-		}
-		return concat(vs...)
+	if len(stmts) == 1 {
+		return c.stmtOutput(stmts[0])
 	}
-	return c.stmtOutput(stmts[0])
+	vs := make([]value, 0, 2*len(stmts))
+	for i, s := range stmts {
+		if i > 0 {
+			vs = append(vs, litValue("\n"))
+		}
+		vs = append(vs, c.stmtOutput(s))
+	}
+	return concat(vs...)
 }
 
 // stmtOutput is what one statement writes to its standard output.
@@ -677,11 +674,7 @@ func (c *checker) callOutput(s *syntax.Stmt) value {
 
 func allFlagsIn(args []arg, flags ...string) bool {
 	for _, a := range args {
-		found := false
-		for _, f := range flags {
-			found = found || a.lit && a.val == f
-		}
-		if !found {
+		if !a.lit || !slices.Contains(flags, a.val) {
 			return false
 		}
 	}
@@ -892,10 +885,11 @@ func gitOutput(args []arg) value {
 		return anyValue
 	case "log", "show":
 		for _, a := range rest {
-			if f, ok := strings.CutPrefix(a.val, "--format="); ok && hashFormat(f) {
-				return anyValue
+			f, ok := strings.CutPrefix(a.val, "--format=")
+			if g, ok2 := strings.CutPrefix(a.val, "--pretty=format:"); ok2 {
+				f, ok = g, true
 			}
-			if f, ok := strings.CutPrefix(a.val, "--pretty=format:"); ok && hashFormat(f) {
+			if ok && hashFormat(f) {
 				return anyValue
 			}
 		}
@@ -904,14 +898,7 @@ func gitOutput(args []arg) value {
 }
 
 func hasAny(args []arg, names ...string) bool {
-	for _, a := range args {
-		for _, n := range names {
-			if a.lit && a.val == n {
-				return true
-			}
-		}
-	}
-	return false
+	return slices.ContainsFunc(args, func(a arg) bool { return a.lit && slices.Contains(names, a.val) })
 }
 
 // hashFormat reports a git --format made only of hashes and dates.
