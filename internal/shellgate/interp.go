@@ -698,7 +698,7 @@ func sedRisk(s string) string {
 			d := s[i]
 			i++
 			// s/pattern/replacement/ and y/source/dest/: two delimited parts.
-			if !delimited(d) || !delimited(d) {
+			if pattern, replacement := delimited(d), delimited(d); !pattern || !replacement {
 				return "unparsable sed script"
 			}
 			for cmd == 's' && i < n && strings.IndexByte(";\n}# \t", s[i]) < 0 {

@@ -78,6 +78,9 @@ func buildProgramRules() {
 	add((*checker).npmRule, "npm", "pnpm", "yarn")
 	// podman-compose takes docker-compose's read-only subcommands.
 	add(func(c *checker, _ string, cl callCtx) string { return c.subcommands("docker-compose", cl) }, "podman-compose")
+	// Judged by program() and the subcommand tables; listed so that a copy
+	// of them keeps its rules (progKind).
+	add(func(*checker, string, callCtx) string { return "" }, "printenv", "docker-compose")
 	programRules = m
 }
 
