@@ -432,16 +432,7 @@ func (c *checker) stdinAt(stack []syntax.Node) value {
 		if !ok {
 			continue
 		}
-		for _, r := range s.Redirs {
-			if r.N != nil && r.N.Value != "0" {
-				continue
-			}
-			switch r.Op {
-			case syntax.RdrIn, syntax.RdrInOut, syntax.DplIn, syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
-				return c.stdinValue(s)
-			}
-		}
-		if _, ok := c.env.stdinFrom[s]; ok {
+		if _, ok := c.env.stdinFrom[s]; ok || stdinRedirect(s.Redirs) != nil {
 			return c.stdinValue(s)
 		}
 	}

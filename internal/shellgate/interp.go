@@ -98,16 +98,7 @@ func (c *checker) stdinProgram(prog string, cl callCtx, isShell bool) string {
 	if cl.dynTail {
 		return "run-time arguments (xargs) to " + q(prog) + " could be inline code"
 	}
-	var in *syntax.Redirect
-	for _, r := range cl.redirs {
-		if r.N != nil && r.N.Value != "0" {
-			continue
-		}
-		switch r.Op {
-		case syntax.RdrIn, syntax.RdrInOut, syntax.DplIn, syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
-			in = r
-		}
-	}
+	in := stdinRedirect(cl.redirs)
 	if in != nil {
 		if body, ok := hereText(in); ok {
 			if !isShell {
@@ -140,6 +131,20 @@ func (c *checker) stdinProgram(prog string, cl callCtx, isShell bool) string {
 		return "shell " + q(prog) + " reading its program from stdin"
 	}
 	return "interpreter " + q(prog) + " reading code from stdin"
+}
+
+// stdinRedirect is the redirection that gives a command its standard
+// input: the last one of fd 0 among redirs, or nil.
+func stdinRedirect(redirs []*syntax.Redirect) (in *syntax.Redirect) {
+	for _, r := range redirs {
+		switch r.Op {
+		case syntax.RdrIn, syntax.RdrInOut, syntax.DplIn, syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
+			if r.N == nil || r.N.Value == "0" {
+				in = r
+			}
+		}
+	}
+	return in
 }
 
 // hereText returns the text a here-document or here-string feeds to stdin,

@@ -1020,14 +1020,10 @@ func (c *checker) stdinValue(s *syntax.Stmt) value {
 	if s == nil || c.env == nil {
 		return runValue
 	}
-	for _, r := range s.Redirs {
-		if r.N != nil && r.N.Value != "0" {
-			continue
-		}
+	if r := stdinRedirect(s.Redirs); r != nil {
 		switch r.Op {
 		case syntax.WordHdoc:
-			a := c.resolve(r.Word)
-			return concat(argValue(a), litValue("\n"))
+			return concat(argValue(c.resolve(r.Word)), litValue("\n"))
 		case syntax.Hdoc, syntax.DashHdoc:
 			return c.hdocValue(r)
 		case syntax.RdrIn, syntax.RdrInOut:
@@ -1036,10 +1032,8 @@ func (c *checker) stdinValue(s *syntax.Stmt) value {
 					return c.producerValue(ps.Stmts)
 				}
 			}
-			return runValue
-		case syntax.DplIn:
-			return runValue
 		}
+		return runValue
 	}
 	if from := c.env.stdinFrom[s]; from != nil {
 		return c.stmtOutput(from)
