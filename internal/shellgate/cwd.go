@@ -181,6 +181,15 @@ func display(p string) string {
 	}, p)
 }
 
+// allTargets is targets for each word of as.
+func (c *checker) allTargets(as []arg) []arg {
+	var all []arg
+	for _, a := range as {
+		all = append(all, c.targets(a)...)
+	}
+	return all
+}
+
 // targets returns path word a as seen from each directory the script may
 // be in, for the rules that classify targets (rm, chmod, tar -C).
 func (c *checker) targets(a arg) []arg {

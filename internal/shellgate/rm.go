@@ -62,15 +62,11 @@ func classify(a arg) pathKind {
 		if !hasLiteral(comps[0], ".") {
 			return pathRoot
 		}
-		if comps[0] == "tmp" || comps[0] == "var" && len(comps) > 1 && comps[1] == "tmp" {
-			n := 1
-			if comps[0] == "var" {
-				n = 2
-			}
-			if len(comps) > n {
-				return pathTmp
-			}
-			return pathSystem
+		switch {
+		case strings.HasPrefix(c, "/tmp/") || strings.HasPrefix(c, "/var/tmp/"):
+			return pathTmp
+		case c == "/tmp":
+			return pathSystem // /var is one anyway
 		}
 		for _, d := range systemDirs() {
 			if match(comps[0], d) {
@@ -152,11 +148,7 @@ func (c *checker) rmRule(prog string, cl callCtx) string {
 	if recursive && cl.dynTail {
 		return "recursive rm on run-time arguments"
 	}
-	var all []arg
-	for _, t := range targets {
-		all = append(all, c.targets(t)...)
-	}
-	for _, t := range all {
+	for _, t := range c.allTargets(targets) {
 		k := classify(t)
 		if recursive || maybe && t.lit {
 			if !t.lit && recursive {
@@ -305,11 +297,7 @@ func (c *checker) permRule(prog string, args []arg) string {
 	if !ref && len(ops) > 0 {
 		targets = ops[1:] // the mode or owner
 	}
-	var all []arg
-	for _, t := range targets {
-		all = append(all, c.targets(t)...)
-	}
-	for _, t := range all {
+	for _, t := range c.allTargets(targets) {
 		k := classify(t)
 		if recursive {
 			if !t.lit || (k != pathPlain && k != pathTmp) {

@@ -394,20 +394,15 @@ func (c *checker) expansion(base value, e *syntax.Expansion) value {
 		if !base.exact {
 			return runValue
 		}
-		s := base.text
-		switch e.Op {
-		case syntax.UpperAll:
-			s = strings.ToUpper(s)
-		case syntax.LowerAll:
-			s = strings.ToLower(s)
-		case syntax.UpperFirst:
-			if s != "" {
-				s = strings.ToUpper(s[:1]) + s[1:]
-			}
-		case syntax.LowerFirst:
-			if s != "" {
-				s = strings.ToLower(s[:1]) + s[1:]
-			}
+		s, conv := base.text, strings.ToUpper
+		if e.Op == syntax.LowerFirst || e.Op == syntax.LowerAll {
+			conv = strings.ToLower
+		}
+		if e.Op == syntax.UpperAll || e.Op == syntax.LowerAll {
+			return litValue(conv(s))
+		}
+		if s != "" {
+			s = conv(s[:1]) + s[1:]
 		}
 		return litValue(s)
 	case syntax.OtherParamOps:
