@@ -264,25 +264,20 @@ func (c *checker) collectCall(call *syntax.CallExpr, stack []syntax.Node) {
 	}
 	args := c.resolveAll(words[1:])
 	switch name {
-	case "read":
-		names := optOperands(args, "adinNptu")
-		if hasShortOpt(args, "adinNptu", 'a') {
+	case "read", "mapfile", "readarray":
+		withValue, def := "dnOsuCc", "MAPFILE"
+		if name == "read" {
+			withValue, def = "adinNptu", "REPLY"
+		}
+		names := optOperands(args, withValue)
+		if name == "read" && hasShortOpt(args, withValue, 'a') {
 			names = nil
-			if v := shortOptValue(args, "adinNptu", 'a'); v != "" {
+			if v := shortOptValue(args, withValue, 'a'); v != "" {
 				names = []string{v}
 			}
 		}
 		if len(names) == 0 {
-			names = []string{"REPLY"}
-		}
-		in := c.stdinAt(stack)
-		for _, n := range names {
-			e.assignVar(n, in)
-		}
-	case "mapfile", "readarray":
-		names := optOperands(args, "dnOsuCc")
-		if len(names) == 0 {
-			names = []string{"MAPFILE"}
+			names = []string{def}
 		}
 		in := c.stdinAt(stack)
 		for _, n := range names {
@@ -437,16 +432,7 @@ func (c *checker) stdinAt(stack []syntax.Node) value {
 		if !ok {
 			continue
 		}
-		for _, r := range s.Redirs {
-			if r.N != nil && r.N.Value != "0" {
-				continue
-			}
-			switch r.Op {
-			case syntax.RdrIn, syntax.RdrInOut, syntax.DplIn, syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
-				return c.stdinValue(s)
-			}
-		}
-		if _, ok := c.env.stdinFrom[s]; ok {
+		if _, ok := c.env.stdinFrom[s]; ok || stdinRedirect(s.Redirs) != nil {
 			return c.stdinValue(s)
 		}
 	}

@@ -211,8 +211,13 @@ func programFile(prog string, args []arg, i int, short string, long ...string) s
 	return ""
 }
 
-// evalArgs gates the words bash will join and run as code.
+// evalArgs gates the words bash will join and run as code in a new shell.
 func (c *checker) evalArgs(what string, words []arg) string {
+	return c.joinCode(what, words, c.nested)
+}
+
+// joinCode gates the words joined as code, run by run.
+func (c *checker) joinCode(what string, words []arg, run func(string) string) string {
 	parts := make([]string, 0, len(words))
 	for _, a := range words {
 		if !a.lit {
@@ -223,7 +228,7 @@ func (c *checker) evalArgs(what string, words []arg) string {
 	if len(parts) == 0 {
 		return ""
 	}
-	return c.nested(strings.Join(parts, " "))
+	return run(strings.Join(parts, " "))
 }
 
 // codeValue gates the value of option flag at args[i] (attached or next).

@@ -115,10 +115,7 @@ func (c *checker) chdir(args []arg, push bool) {
 	var target *arg
 	for i := range args {
 		a := args[i]
-		if a.lit && (a.val == "-L" || a.val == "-P" || a.val == "-e" || a.val == "-@") {
-			continue
-		}
-		if a.lit && a.val == "--" {
+		if a.lit && (a.val == "-L" || a.val == "-P" || a.val == "-e" || a.val == "-@" || a.val == "--") {
 			continue
 		}
 		target = &args[i]
@@ -139,12 +136,10 @@ func (c *checker) chdir(args []arg, push bool) {
 		if next == nil {
 			next = []string{unknownDir}
 		}
-	case push && target.lit && (strings.HasPrefix(target.val, "+") || strings.HasPrefix(target.val, "-")):
+	case push && target.lit && (strings.HasPrefix(target.val, "+") || strings.HasPrefix(target.val, "-")),
+		target.run() || isDyn(target.pat[0]) && target.pat != "~",
+		target.pat[0] != '/' && target.pat[0] != '~' && c.env.vars["CDPATH"] != nil: // CDPATH may send it anywhere
 		next = []string{unknownDir}
-	case target.run() || isDyn(target.pat[0]) && target.pat != "~":
-		next = []string{unknownDir}
-	case target.pat[0] != '/' && target.pat[0] != '~' && c.env.vars["CDPATH"] != nil:
-		next = []string{unknownDir} // CDPATH may send it anywhere
 	default:
 		for _, d := range prev {
 			next = unionDirs(next, []string{joinDir(d, target.pat)})
@@ -184,6 +179,15 @@ func display(p string) string {
 		}
 		return r
 	}, p)
+}
+
+// allTargets is targets for each word of as.
+func (c *checker) allTargets(as []arg) []arg {
+	var all []arg
+	for _, a := range as {
+		all = append(all, c.targets(a)...)
+	}
+	return all
 }
 
 // targets returns path word a as seen from each directory the script may

@@ -98,16 +98,7 @@ func (c *checker) stdinProgram(prog string, cl callCtx, isShell bool) string {
 	if cl.dynTail {
 		return "run-time arguments (xargs) to " + q(prog) + " could be inline code"
 	}
-	var in *syntax.Redirect
-	for _, r := range cl.redirs {
-		if r.N != nil && r.N.Value != "0" {
-			continue
-		}
-		switch r.Op {
-		case syntax.RdrIn, syntax.RdrInOut, syntax.DplIn, syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
-			in = r
-		}
-	}
+	in := stdinRedirect(cl.redirs)
 	if in != nil {
 		if body, ok := hereText(in); ok {
 			if !isShell {
@@ -142,6 +133,20 @@ func (c *checker) stdinProgram(prog string, cl callCtx, isShell bool) string {
 	return "interpreter " + q(prog) + " reading code from stdin"
 }
 
+// stdinRedirect is the redirection that gives a command its standard
+// input: the last one of fd 0 among redirs, or nil.
+func stdinRedirect(redirs []*syntax.Redirect) (in *syntax.Redirect) {
+	for _, r := range redirs {
+		switch r.Op {
+		case syntax.RdrIn, syntax.RdrInOut, syntax.DplIn, syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
+			if r.N == nil || r.N.Value == "0" {
+				in = r
+			}
+		}
+	}
+	return in
+}
+
 // hereText returns the text a here-document or here-string feeds to stdin,
 // when it is fully literal.
 func hereText(r *syntax.Redirect) (string, bool) {
@@ -155,11 +160,8 @@ func hereText(r *syntax.Redirect) (string, bool) {
 		}
 		quoted := false
 		for _, p := range r.Word.Parts {
-			if _, ok := p.(*syntax.Lit); !ok {
-				quoted = true
-			} else if strings.Contains(p.(*syntax.Lit).Value, "\\") {
-				quoted = true
-			}
+			l, ok := p.(*syntax.Lit)
+			quoted = quoted || !ok || strings.Contains(l.Value, "\\")
 		}
 		var b strings.Builder
 		for _, p := range r.Hdoc.Parts {
@@ -221,12 +223,9 @@ func (c *checker) interpreter(lang, prog string, cl callCtx) string {
 				return "inline " + lang + " code (" + clip(prog, maxNameLen) + " " + clip(name, 20) + ")"
 			}
 			if val, has, ok := longOptIn(v, "require", "import", "loader", "experimental-loader"); ok && lang == "node" {
-				mod, next, _ := optValue(args, i, val, has)
+				mod, _ := takeValue(args, &i, val, has)
 				if r := nodeModule(prog, mod); r != "" {
 					return r
-				}
-				if next {
-					i++
 				}
 				continue
 			}
@@ -267,13 +266,9 @@ func (c *checker) interpreter(lang, prog string, cl callCtx) string {
 				}
 				return ""
 			case ch == 'r' && lang == "node":
-				mod := litArg(v[j+1:])
-				if mod.val == "" {
-					if i+1 >= len(args) {
-						return ""
-					}
-					i++
-					mod = args[i]
+				mod, ok := takeValue(args, &i, v[j+1:], j+1 < len(v))
+				if !ok {
+					return ""
 				}
 				if r := nodeModule(prog, mod); r != "" {
 					return r
@@ -388,16 +383,12 @@ func (c *checker) awkRule(args []arg) string {
 				i++
 			}
 		case v == "-e" || isLongOf(v, "source"):
-			val, has, _ := longOpt(v, "source")
-			if p, next, ok := optValue(args, i, val, has); ok {
+			if p, ok := takeLong(args, &i, "source"); ok {
 				if !p.lit {
 					return "non-literal awk program"
 				}
 				if r := c.awkRisk(p.val); r != "" {
 					return r
-				}
-				if next {
-					i++
 				}
 			}
 			hasFile = true
@@ -525,12 +516,8 @@ func (c *checker) sedRule(args []arg) string {
 			}
 			i = len(args)
 		case isLongOf(v, "expression"):
-			val, has, _ := longOpt(v, "expression")
-			if e, next, ok := optValue(args, i, val, has); ok {
+			if e, ok := takeLong(args, &i, "expression"); ok {
 				scripts = append(scripts, e)
-				if next {
-					i++
-				}
 			}
 			haveScript = true
 		case isLongOf(v, "file"):
@@ -638,24 +625,26 @@ func sedRisk(s string) string {
 			i++
 		}
 	}
+	// wfile judges the file a w command or flag writes.
+	wfile := func() string {
+		skipSpace()
+		return protectedWrite(litArg(strings.TrimSpace(toEOL())), "sed w")
+	}
 	address := func() bool {
+		var d byte
 		switch {
 		case i < n && s[i] == '/':
-			i++
-			if !delimited('/') {
-				return false
-			}
+			d, i = '/', i+1
 		case i+1 < n && s[i] == '\\':
-			d := s[i+1]
-			i += 2
-			if !delimited(d) {
-				return false
-			}
+			d, i = s[i+1], i+2
 		default:
 			for i < n && (s[i] >= '0' && s[i] <= '9' || s[i] == '$' || s[i] == '~' || s[i] == '+') {
 				i++
 			}
 			return true
+		}
+		if !delimited(d) {
+			return false
 		}
 		for i < n && (s[i] == 'I' || s[i] == 'M') {
 			i++
@@ -692,7 +681,7 @@ func sedRisk(s string) string {
 		i++
 		switch cmd {
 		case '{', '}', '=', 'd', 'D', 'g', 'G', 'h', 'H', 'n', 'N', 'p', 'P', 'x', 'z', 'F':
-		case '#', 'a', 'i', 'c':
+		case '#', 'a', 'i', 'c', 'r', 'R':
 			toEOL()
 		case ':', 'b', 't', 'T', 'v':
 			toSemi()
@@ -701,11 +690,8 @@ func sedRisk(s string) string {
 			for i < n && s[i] >= '0' && s[i] <= '9' {
 				i++
 			}
-		case 'r', 'R':
-			toEOL()
 		case 'w', 'W':
-			skipSpace()
-			if r := protectedWrite(litArg(strings.TrimSpace(toEOL())), "sed w"); r != "" {
+			if r := wfile(); r != "" {
 				return r
 			}
 		case 'e':
@@ -717,10 +703,7 @@ func sedRisk(s string) string {
 			d := s[i]
 			i++
 			// s/pattern/replacement/ and y/source/dest/: two delimited parts.
-			if pattern := delimited(d); !pattern {
-				return "unparsable sed script"
-			}
-			if replacement := delimited(d); !replacement {
+			if pattern, replacement := delimited(d), delimited(d); !pattern || !replacement {
 				return "unparsable sed script"
 			}
 			for cmd == 's' && i < n && strings.IndexByte(";\n}# \t", s[i]) < 0 {
@@ -729,8 +712,7 @@ func sedRisk(s string) string {
 					return "sed s///e flag runs shell commands"
 				case f == 'w':
 					i++
-					skipSpace()
-					if r := protectedWrite(litArg(strings.TrimSpace(toEOL())), "sed w"); r != "" {
+					if r := wfile(); r != "" {
 						return r
 					}
 				case strings.IndexByte("gpiImM0123456789", f) >= 0:

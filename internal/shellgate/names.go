@@ -1,6 +1,8 @@
 package shellgate
 
 import (
+	"iter"
+	"maps"
 	"path"
 	"regexp"
 	"strings"
@@ -27,18 +29,10 @@ import (
 //     arguments in place of "$@" and $1…
 
 // specialPrograms are the programs special() has rules for.
-var specialPrograms = sync.OnceValue(func() map[string]bool {
-	return set("eval", "source", ".", "trap", "alias", "set", "export", "declare",
-		"typeset", "readonly", "local", "compgen", "enable", "hash", "mapfile", "readarray", "rm",
-		"unlink", "find", "dd", "chmod", "chown", "chgrp", "tee", "truncate", "cp", "ln", "install",
-		"mv", "sed", "gsed", "awk", "gawk", "mawk", "nawk", "ps", "kill", "tar", "bsdtar", "gtar",
-		"zip", "make", "gmake", "man", "journalctl", "getent", "split", "sort", "vim", "vi", "nvim",
-		"view", "gvim", "rvim", "vimdiff", "ex", "nex", "emacs", "emacsclient", "ed", "red", "sqlite3",
-		"sqlite", "git", "service", "ip", "ifconfig", "route", "sysctl", "hostname", "bun", "less",
-		"more", "most", "rg", "ripgrep", "go", "cargo", "apt", "apt-get", "aptitude", "dpkg", "rpm",
-		"rpmspec", "rpmbuild", "nodemon", "npm", "pnpm", "yarn", "docker-compose", "podman-compose",
-		"printenv", "touch", "mkdir", "rmdir", "mkfifo", "mknod")
-})
+func specialPrograms() map[string]programRule {
+	programRulesOnce.Do(buildProgramRules)
+	return programRules
+}
 
 // progKind is how the gate classifies a program name, "" when it has no
 // rule for it. Two names of one kind are interchangeable.
@@ -69,7 +63,7 @@ func progKind(name string) string {
 	_, ro := readOnly()[name]
 	_, mu := mutating()[name]
 	_, sw := subcommandWrappers()[name]
-	if ro || mu || sw || specialPrograms()[name] {
+	if ro || mu || sw || specialPrograms()[name] != nil {
 		return "tool:" + name
 	}
 	return ""
@@ -108,28 +102,13 @@ func (c *checker) programPath(a arg) string {
 
 // gatedMatch returns a program name with rules that pattern p matches.
 func gatedMatch(p string) string {
-	for _, names := range []map[string]bool{shells(), networkPrograms(), specialPrograms(), interpreterNames()} {
+	for _, names := range []iter.Seq[string]{maps.Keys(shells()), maps.Keys(networkPrograms()),
+		maps.Keys(specialPrograms()), maps.Keys(interpreterNames()), maps.Keys(wrappers()),
+		maps.Keys(otherInterp()), maps.Keys(destructivePrograms())} {
 		for n := range names {
 			if match(p, n) {
 				return n
 			}
-		}
-	}
-	for _, m := range []map[string]wrapSpec{wrappers()} {
-		for n := range m {
-			if match(p, n) {
-				return n
-			}
-		}
-	}
-	for n := range otherInterp() {
-		if match(p, n) {
-			return n
-		}
-	}
-	for n := range destructivePrograms() {
-		if match(p, n) {
-			return n
 		}
 	}
 	return ""
@@ -255,15 +234,11 @@ func (c *checker) unwrapLoader(cl callCtx) string {
 		case isLongOf(v, "preload") || isLongOf(v, "audit"):
 			return "the dynamic loader loads a library into the program (" + clip(v, 12) + ")"
 		case isLongOf(v, "argv0"):
-			val, has, _ := longOpt(v, "argv0")
-			n, next, _ := optValue(args, i, val, has)
+			n, _ := takeLong(args, &i, "argv0")
 			if !n.lit {
 				return "non-literal ld.so --argv0"
 			}
 			argv0 = n.val
-			if next {
-				i++
-			}
 		case !strings.Contains(v, "=") && (isLongOf(v, "library-path") || isLongOf(v, "inhibit-rpath") ||
 			isLongOf(v, "glibc-hwcaps-prepend") || isLongOf(v, "glibc-hwcaps-mask")):
 			i++

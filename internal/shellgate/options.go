@@ -64,6 +64,22 @@ func optValue(args []arg, i int, attached string, hasAttached bool) (val arg, ne
 	return arg{}, false, false
 }
 
+// takeValue is optValue that steps *i over a value given as the next word.
+func takeValue(args []arg, i *int, attached string, hasAttached bool) (arg, bool) {
+	val, next, ok := optValue(args, *i, attached, hasAttached)
+	if next {
+		*i++
+	}
+	return val, ok
+}
+
+// takeLong is takeValue for the word at args[*i] read as one of the long
+// options names (or as a short option whose value is the next word).
+func takeLong(args []arg, i *int, names ...string) (arg, bool) {
+	val, has, _ := longOptIn(args[*i].val, names...)
+	return takeValue(args, i, val, has)
+}
+
 // shortCluster walks a cluster such as -xzvf: it returns the letter found
 // among want and its attached value, stopping at the first letter in
 // withValue (whose value is the rest of the word).

@@ -37,11 +37,7 @@ func newSensitive(pat, what string, alter func(string) string) *sensitive {
 		panic("sensitive pattern too long: " + pat)
 	}
 	s := &sensitive{q: q, what: what, alter: alter}
-	if i := strings.LastIndexAny(pat, "\x00\x01\x02\x03\x04"); i >= 0 {
-		s.tail = pat[i+1:]
-	} else {
-		s.tail = pat
-	}
+	s.tail = pat[strings.LastIndexAny(pat, "\x00\x01\x02\x03\x04")+1:]
 	for j := 0; j < len(q); j++ {
 		bit := uint64(1) << j
 		if isStarByte(q[j]) {

@@ -62,15 +62,11 @@ func classify(a arg) pathKind {
 		if !hasLiteral(comps[0], ".") {
 			return pathRoot
 		}
-		if comps[0] == "tmp" || comps[0] == "var" && len(comps) > 1 && comps[1] == "tmp" {
-			n := 1
-			if comps[0] == "var" {
-				n = 2
-			}
-			if len(comps) > n {
-				return pathTmp
-			}
-			return pathSystem
+		switch {
+		case strings.HasPrefix(c, "/tmp/") || strings.HasPrefix(c, "/var/tmp/"):
+			return pathTmp
+		case c == "/tmp":
+			return pathSystem // /var is one anyway
 		}
 		for _, d := range systemDirs() {
 			if match(comps[0], d) {
@@ -152,11 +148,7 @@ func (c *checker) rmRule(prog string, cl callCtx) string {
 	if recursive && cl.dynTail {
 		return "recursive rm on run-time arguments"
 	}
-	var all []arg
-	for _, t := range targets {
-		all = append(all, c.targets(t)...)
-	}
-	for _, t := range all {
+	for _, t := range c.allTargets(targets) {
 		k := classify(t)
 		if recursive || maybe && t.lit {
 			if !t.lit && recursive {
@@ -305,11 +297,7 @@ func (c *checker) permRule(prog string, args []arg) string {
 	if !ref && len(ops) > 0 {
 		targets = ops[1:] // the mode or owner
 	}
-	var all []arg
-	for _, t := range targets {
-		all = append(all, c.targets(t)...)
-	}
-	for _, t := range all {
+	for _, t := range c.allTargets(targets) {
 		k := classify(t)
 		if recursive {
 			if !t.lit || (k != pathPlain && k != pathTmp) {
@@ -443,12 +431,8 @@ func (c *checker) copyRule(prog string, args []arg) string {
 			v := a.val
 			switch {
 			case v == "-t" || isLongOf(v, "target-directory"):
-				val, has, _ := longOpt(v, "target-directory")
-				if t, next, ok := optValue(args, i, val, has); ok {
+				if t, ok := takeLong(args, &i, "target-directory"); ok {
 					dest = &t
-					if next {
-						i++
-					}
 				}
 			case strings.HasPrefix(v, "-t") && len(v) > 2 && !strings.HasPrefix(v, "--"):
 				t := litArg(v[2:])
@@ -619,38 +603,25 @@ func (c *checker) tarRule(args []arg) string {
 		v := a.val
 		switch {
 		case isLongOf(v, "to-command") || isLongOf(v, "use-compress-program"):
-			val, has, _ := longOptIn(v, "to-command", "use-compress-program")
-			code, next, _ := optValue(args, i, val, has)
+			code, _ := takeLong(args, &i, "to-command", "use-compress-program")
 			if r := c.codeArg("tar "+clip(v, 24), code); r != "" {
 				return r
 			}
-			if next {
-				i++
-			}
 		case isLongOf(v, "checkpoint-action"):
-			val, has, _ := longOpt(v, "checkpoint-action")
-			act, next, _ := optValue(args, i, val, has)
+			act, _ := takeLong(args, &i, "checkpoint-action")
 			if !act.lit {
 				return "non-literal tar --checkpoint-action"
 			}
 			if strings.Contains(act.val, "exec") {
 				return "tar option runs a command (--checkpoint-action=exec)"
 			}
-			if next {
-				i++
-			}
 		case isLongOf(v, "rsh-command") || isLongOf(v, "rmt-command") || isLongOf(v, "info-script") || isLongOf(v, "new-volume-script"):
 			return "tar option runs a command (" + clip(v, 24) + ")"
 		case isLongOf(v, "extract") || isLongOf(v, "get"):
 			extract = true
 		case isLongOf(v, "directory"):
-			val, has, _ := longOpt(v, "directory")
-			d, next, ok := optValue(args, i, val, has)
-			if ok {
+			if d, ok := takeLong(args, &i, "directory"); ok {
 				dirs = append(dirs, d)
-			}
-			if next {
-				i++
 			}
 		case strings.HasPrefix(v, "--"):
 		case strings.HasPrefix(v, "-") || i == 1:

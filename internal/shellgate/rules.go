@@ -78,6 +78,9 @@ func buildProgramRules() {
 	add((*checker).npmRule, "npm", "pnpm", "yarn")
 	// podman-compose takes docker-compose's read-only subcommands.
 	add(func(c *checker, _ string, cl callCtx) string { return c.subcommands("docker-compose", cl) }, "podman-compose")
+	// Judged by program() and the subcommand tables; listed so that a copy
+	// of them keeps its rules (progKind).
+	add(func(*checker, string, callCtx) string { return "" }, "printenv", "docker-compose")
 	programRules = m
 }
 
@@ -169,17 +172,7 @@ func longOptRule(what string, names ...string) programRule {
 
 // evalRule: eval runs in this shell, so a cd in it moves the caller.
 func evalRule(c *checker, _ string, cl callCtx) string {
-	parts := make([]string, 0, len(cl.args))
-	for _, a := range cl.args[1:] {
-		if !a.lit {
-			return "non-literal code passed to eval"
-		}
-		parts = append(parts, a.val)
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return c.nestedHere(strings.Join(parts, " "))
+	return c.joinCode("eval", cl.args[1:], c.nestedHere)
 }
 
 func setRule(_ *checker, _ string, cl callCtx) string {

@@ -2,6 +2,7 @@ package shellgate
 
 import (
 	"path"
+	"slices"
 	"strings"
 	"sync"
 
@@ -393,20 +394,15 @@ func (c *checker) expansion(base value, e *syntax.Expansion) value {
 		if !base.exact {
 			return runValue
 		}
-		s := base.text
-		switch e.Op {
-		case syntax.UpperAll:
-			s = strings.ToUpper(s)
-		case syntax.LowerAll:
-			s = strings.ToLower(s)
-		case syntax.UpperFirst:
-			if s != "" {
-				s = strings.ToUpper(s[:1]) + s[1:]
-			}
-		case syntax.LowerFirst:
-			if s != "" {
-				s = strings.ToLower(s[:1]) + s[1:]
-			}
+		s, conv := base.text, strings.ToUpper
+		if e.Op == syntax.LowerFirst || e.Op == syntax.LowerAll {
+			conv = strings.ToLower
+		}
+		if e.Op == syntax.UpperAll || e.Op == syntax.LowerAll {
+			return litValue(conv(s))
+		}
+		if s != "" {
+			s = conv(s[:1]) + s[1:]
 		}
 		return litValue(s)
 	case syntax.OtherParamOps:
@@ -437,21 +433,17 @@ func (c *checker) expansion(base value, e *syntax.Expansion) value {
 // here-document, a name-like unknown for programs that only name things,
 // and run-time text for everything else.
 func (c *checker) producerValue(stmts []*syntax.Stmt) value {
-	switch len(stmts) {
-	case 0:
-		return litValue("")
-	case 1:
-	default:
-		vs := make([]value, 0, len(stmts))
-		for i, s := range stmts {
-			if i > 0 {
-				vs = append(vs, litValue("\n"))
-			}
-			vs = append(vs, c.stmtOutput(s))
-		}
-		return concat(vs...)
+	if len(stmts) == 1 {
+		return c.stmtOutput(stmts[0])
 	}
-	return c.stmtOutput(stmts[0])
+	vs := make([]value, 0, 2*len(stmts))
+	for i, s := range stmts {
+		if i > 0 {
+			vs = append(vs, litValue("\n"))
+		}
+		vs = append(vs, c.stmtOutput(s))
+	}
+	return concat(vs...)
 }
 
 // stmtOutput is what one statement writes to its standard output.
@@ -677,11 +669,7 @@ func (c *checker) callOutput(s *syntax.Stmt) value {
 
 func allFlagsIn(args []arg, flags ...string) bool {
 	for _, a := range args {
-		found := false
-		for _, f := range flags {
-			found = found || a.lit && a.val == f
-		}
-		if !found {
+		if !a.lit || !slices.Contains(flags, a.val) {
 			return false
 		}
 	}
@@ -892,10 +880,11 @@ func gitOutput(args []arg) value {
 		return anyValue
 	case "log", "show":
 		for _, a := range rest {
-			if f, ok := strings.CutPrefix(a.val, "--format="); ok && hashFormat(f) {
-				return anyValue
+			f, ok := strings.CutPrefix(a.val, "--format=")
+			if g, ok2 := strings.CutPrefix(a.val, "--pretty=format:"); ok2 {
+				f, ok = g, true
 			}
-			if f, ok := strings.CutPrefix(a.val, "--pretty=format:"); ok && hashFormat(f) {
+			if ok && hashFormat(f) {
 				return anyValue
 			}
 		}
@@ -904,14 +893,7 @@ func gitOutput(args []arg) value {
 }
 
 func hasAny(args []arg, names ...string) bool {
-	for _, a := range args {
-		for _, n := range names {
-			if a.lit && a.val == n {
-				return true
-			}
-		}
-	}
-	return false
+	return slices.ContainsFunc(args, func(a arg) bool { return a.lit && slices.Contains(names, a.val) })
 }
 
 // hashFormat reports a git --format made only of hashes and dates.
@@ -1033,14 +1015,10 @@ func (c *checker) stdinValue(s *syntax.Stmt) value {
 	if s == nil || c.env == nil {
 		return runValue
 	}
-	for _, r := range s.Redirs {
-		if r.N != nil && r.N.Value != "0" {
-			continue
-		}
+	if r := stdinRedirect(s.Redirs); r != nil {
 		switch r.Op {
 		case syntax.WordHdoc:
-			a := c.resolve(r.Word)
-			return concat(argValue(a), litValue("\n"))
+			return concat(argValue(c.resolve(r.Word)), litValue("\n"))
 		case syntax.Hdoc, syntax.DashHdoc:
 			return c.hdocValue(r)
 		case syntax.RdrIn, syntax.RdrInOut:
@@ -1049,10 +1027,8 @@ func (c *checker) stdinValue(s *syntax.Stmt) value {
 					return c.producerValue(ps.Stmts)
 				}
 			}
-			return runValue
-		case syntax.DplIn:
-			return runValue
 		}
+		return runValue
 	}
 	if from := c.env.stdinFrom[s]; from != nil {
 		return c.stmtOutput(from)

@@ -320,22 +320,8 @@ func decodeANSIC(s string) string {
 		}
 		i++
 		switch c := s[i]; c {
-		case 'a':
-			b.WriteByte('\a')
-		case 'b':
-			b.WriteByte('\b')
-		case 'e', 'E':
-			b.WriteByte(0x1b)
-		case 'f':
-			b.WriteByte('\f')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 't':
-			b.WriteByte('\t')
-		case 'v':
-			b.WriteByte('\v')
+		case 'a', 'b', 'e', 'E', 'f', 'n', 'r', 't', 'v':
+			b.WriteByte("\a\b\x1b\x1b\f\n\r\t\v"[strings.IndexByte("abeEfnrtv", c)])
 		case 'c':
 			if i+1 < len(s) {
 				i++

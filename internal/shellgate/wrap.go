@@ -466,24 +466,16 @@ loop:
 			if strings.HasPrefix(v, "-C") {
 				val, has = v[2:], len(v) > 2
 			}
-			d, next, ok := optValue(args, i, val, has)
-			if ok {
+			if d, ok := takeValue(args, &i, val, has); ok {
 				dir = &d
-			}
-			if next {
-				i++
 			}
 			i++
 		case v == "-a" || isLongOf(v, "argv0"):
-			val, has, _ := longOpt(v, "argv0")
-			n, next, _ := optValue(args, i, val, has)
+			n, _ := takeLong(args, &i, "argv0")
 			if !n.lit {
 				return "non-literal env --argv0"
 			}
 			argv0 = n.val
-			if next {
-				i++
-			}
 			i++
 		case (v == "-u" || isLongOf(v, "unset")) && !hasVal:
 			i += 2
