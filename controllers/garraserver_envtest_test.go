@@ -60,7 +60,7 @@ func twoOrchestrators(ns string) *garrav1alpha1.GarraServer {
 	GinkgoHelper()
 	secret(ns, "llm-keys", map[string]string{"openrouter": "sk-or-test"})
 	secret(ns, "tg", map[string]string{"token": "123:telegram"})
-	secret(ns, "n8n-token", map[string]string{"token": "n8n-bearer"})
+	secret(ns, "n8n-token", map[string]string{"token": "n8n-bearer-0123456789abcdef0123456789"})
 	gs := &garrav1alpha1.GarraServer{
 		ObjectMeta: metav1.ObjectMeta{Name: "team-a", Namespace: ns},
 		Spec: garrav1alpha1.GarraServerSpec{
@@ -212,6 +212,17 @@ func podHash(ns, name string) string {
 func secretData(ns, name string) map[string][]byte {
 	GinkgoHelper()
 	return get(ns, name, &corev1.Secret{}).Data
+}
+
+// secretDataNow is the Secret's data, or nil while it does not exist: a
+// rotation deletes the generated Secret before it creates the new one,
+// and a poll may fall between the two.
+func secretDataNow(ns, name string) map[string][]byte {
+	sec := &corev1.Secret{}
+	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sec); err != nil {
+		return nil
+	}
+	return sec.Data
 }
 
 // eventReasons are the reasons of the events on team-a.
@@ -412,7 +423,7 @@ var _ = Describe("GarraServer", func() {
 			APIKeyFile():                string(secretData(ns, "team-a-gateway")["api-key"]),
 			OrchTokenFile("badgood"):    string(orch["token"]),
 			SandboxTokenFile("badgood"): string(orch["sandbox-token"]),
-			OrchTokenFile("n8n"):        "n8n-bearer",
+			OrchTokenFile("n8n"):        "n8n-bearer-0123456789abcdef0123456789",
 			SandboxTokenFile("n8n"):     string(n8nOrch["sandbox-token"]),
 		}))
 		tokens := get(ns, "team-a-gateway-tokens", &corev1.Secret{})
@@ -819,7 +830,7 @@ var _ = Describe("GarraServer", func() {
 		update(ns, func(gs *garrav1alpha1.GarraServer) {
 			gs.Annotations = map[string]string{garrav1alpha1.AnnotationRotateToken: "badgood"}
 		})
-		Eventually(func() []byte { return secretData(ns, "team-a-orch-badgood")["token"] }, timeout, interval).ShouldNot(Equal(old["token"]))
+		Eventually(func() []byte { return secretDataNow(ns, "team-a-orch-badgood")["token"] }, timeout, interval).Should(And(Not(BeEmpty()), Not(Equal(old["token"]))))
 		cur := secretData(ns, "team-a-orch-badgood")
 		Expect(cur["sandbox-token"]).NotTo(Equal(old["sandbox-token"]))
 		Eventually(func() map[string]string {
@@ -843,10 +854,10 @@ var _ = Describe("GarraServer", func() {
 
 		By("a bring-your-own token changed by hand overlaps the same way")
 		byo := get(ns, "n8n-token", &corev1.Secret{})
-		byo.Data["token"] = []byte("n8n-bearer-2")
+		byo.Data["token"] = []byte("n8n-bearer-2-0123456789abcdef0123456789")
 		must(k8sClient.Update(ctx, byo))
-		Eventually(func() string { return string(secretData(ns, "team-a-gateway-tokens")["n8n"]) }, timeout, interval).Should(Equal("n8n-bearer-2\nn8n-bearer"))
-		Eventually(func() string { return string(secretData(ns, "team-a-gateway-tokens")["n8n"]) }, timeout, interval).Should(Equal("n8n-bearer-2"))
+		Eventually(func() string { return string(secretData(ns, "team-a-gateway-tokens")["n8n"]) }, timeout, interval).Should(Equal("n8n-bearer-2-0123456789abcdef0123456789\nn8n-bearer-0123456789abcdef0123456789"))
+		Eventually(func() string { return string(secretData(ns, "team-a-gateway-tokens")["n8n"]) }, timeout, interval).Should(Equal("n8n-bearer-2-0123456789abcdef0123456789"))
 
 		tmpl, _ := templateOf(ns, "team-a-gateway")
 		Expect(tmpl).To(Equal(gwTmpl), "no rotation rolls the gateway")
