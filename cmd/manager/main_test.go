@@ -310,16 +310,8 @@ func waitFor(t *testing.T, what string, f func() error) {
 // what the chart's rbac.scope namespace grants in each watched namespace.
 func namespacedRules(t *testing.T) []rbacv1.PolicyRule {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "config", "rbac", "role.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cr rbacv1.ClusterRole
-	if err := yaml.UnmarshalStrict(data, &cr); err != nil {
-		t.Fatal(err)
-	}
 	var out []rbacv1.PolicyRule
-	for _, r := range cr.Rules {
+	for _, r := range rbacRules(t, "role.yaml") {
 		r.Resources = slices.DeleteFunc(r.Resources, func(res string) bool {
 			return res == "clusterroles" || res == "clusterrolebindings" || res == "tokenreviews"
 		})
@@ -334,11 +326,18 @@ func namespacedRules(t *testing.T) []rbacv1.PolicyRule {
 // the manager needs for its own Lease.
 func leaderElectionRules(t *testing.T) []rbacv1.PolicyRule {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "config", "rbac", "leader_election_role.yaml"))
+	return rbacRules(t, "leader_election_role.yaml")
+}
+
+// rbacRules are the rules of the Role or ClusterRole in config/rbac/name.
+func rbacRules(t *testing.T, name string) []rbacv1.PolicyRule {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "rbac", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r rbacv1.Role
+	// A Role and a ClusterRole differ only in kind and namespace.
+	var r rbacv1.ClusterRole
 	if err := yaml.UnmarshalStrict(data, &r); err != nil {
 		t.Fatal(err)
 	}
