@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -64,7 +66,8 @@ tokens, prompts, answers or chat ids in clear. Error kinds: docs/errors.md.`,
 			log := newLogger(cmd.ErrOrStderr(), red)
 			auditLog := newAuditLog(cfg, log)
 			defer closeLogged(log, "audit log", auditLog)
-			log.Info("garra gateway starting", "version", version, "config", configLabel(src.Path), "audit", auditLog.Path())
+			log.Info("garra gateway starting", "version", version, "config", configLabel(src.Path), "audit", auditLog.Path(),
+				"gogc", tuneGC(o.getenv))
 			// Spans are redacted with the policy in force once the gateway
 			// exists (a reload's secrets included), with red before.
 			var built atomic.Pointer[gateway.Gateway]
@@ -120,6 +123,26 @@ tokens, prompts, answers or chat ids in clear. Error kinds: docs/errors.md.`,
 			return g.Run(cmd.Context(), nil)
 		},
 	}
+}
+
+// gatewayGCPercent is the gateway's GOGC unless the variable sets one.
+// Its live heap is small (a few MiB) while every request allocates tens of
+// KiB (the SDK's decoder buffers among them), so at Go's default of 100 it
+// collected every few hundred requests and spent most of its CPU there:
+// measured as whole processes under 8 closed-loop clients, 400 doubled
+// both tools/list and tools/call throughput and halved CPU per request,
+// for a heap that stays in the tens of MiB. GOMEMLIMIT, when set (the
+// pod's memory limit), still bounds it.
+const gatewayGCPercent = 400
+
+// tuneGC applies gatewayGCPercent unless GOGC is set, and returns the
+// value in force, for the start-up line.
+func tuneGC(getenv func(string) string) string {
+	if v := getenv("GOGC"); v != "" {
+		return v
+	}
+	debug.SetGCPercent(gatewayGCPercent)
+	return strconv.Itoa(gatewayGCPercent)
 }
 
 // logLimits says once at start which limits callers will meet, so that a
