@@ -271,7 +271,8 @@ var _ = Describe("A GarraServer with two orchestrators", Ordered, func() {
 	It("gives alpha's sandbox pod no LLM key and no service-account token", timed("scenario: sandbox pod holds no key, no token", func(ctx SpecContext) {
 		pod := alphaPod(ctx)
 		// Through the API: no automounted token, no Secret-backed
-		// variable, and one secret file: its own sandbox token lines.
+		// variable, and one secret file: its own sandbox token lines, from
+		// a Secret of its own, never the gateway's tokens Secret.
 		Expect(pod.Spec.AutomountServiceAccountToken).To(HaveValue(BeFalse()))
 		for _, v := range pod.Spec.Volumes {
 			Expect(v.Secret).To(BeNil(), "volume %s", v.Name)
@@ -281,9 +282,9 @@ var _ = Describe("A GarraServer with two orchestrators", Ordered, func() {
 			Expect(v.Projected.Sources).To(HaveLen(1), "volume %s", v.Name)
 			src := v.Projected.Sources[0].Secret
 			Expect(src).NotTo(BeNil(), "volume %s", v.Name)
-			Expect(src.Name).To(Equal(gs.Name + "-gateway-tokens"))
+			Expect(src.Name).To(Equal(gs.Name + "-sandbox-alpha"))
 			Expect(src.Items).To(HaveLen(1))
-			Expect(src.Items[0].Key).To(Equal("alpha" + controllers.SandboxKeySuffix))
+			Expect(src.Items[0].Key).To(Equal(controllers.KeySandboxToken))
 		}
 		for _, c := range pod.Spec.Containers {
 			for _, e := range c.Env {
