@@ -8,7 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/garraia/garra/test/proctest"
 )
 
 // git runs git in dir for the test itself (as a user would, on the host).
@@ -113,15 +114,13 @@ func TestPlantedGitConfigDoesNotRunThroughGitDiff(t *testing.T) {
 func TestBashLeavesNothingBehind(t *testing.T) {
 	f := newFixture(t)
 	cs := f.client(t, testToken)
-	// The command names its child by a marker rather than a pid: bash may
-	// run in a PID namespace of its own, where $! means nothing here.
-	out, isErr := call(t, cs, "bash", map[string]any{"command": "setsid sleep 300.25 > /dev/null 2>&1 & sleep 0.2; kill -0 $! && echo started"})
+	out, isErr := call(t, cs, "bash", map[string]any{"command": "setsid sleep 300 > /dev/null 2>&1 & echo $! > pid.txt; sleep 0.2; echo started"})
 	if isErr || strings.TrimSpace(out) != "started" {
 		t.Fatalf("bash: %v %q", isErr, out)
 	}
-	for deadline := time.Now().Add(5 * time.Second); hostPID("sleep", "300.25") != 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the setsid child of the call (pid %d) is still running", hostPID("sleep", "300.25"))
-		}
+	// PidsIn finds the child by its own pid and directory: the call may run
+	// in a PID namespace, where $! is not this process's view.
+	for _, pid := range proctest.PidsIn(t, filepath.Join(f.ws, "pid.txt")) {
+		proctest.WaitGone(t, pid, "the setsid child of the call")
 	}
 }

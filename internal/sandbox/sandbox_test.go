@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,6 +24,7 @@ import (
 	"github.com/garraia/garra/internal/jail"
 	"github.com/garraia/garra/internal/sandbox"
 	"github.com/garraia/garra/internal/tools"
+	"github.com/garraia/garra/test/proctest"
 	"github.com/garraia/garra/test/testlog"
 )
 
@@ -472,26 +472,19 @@ func TestCancelledCallKillsTheCommand(t *testing.T) {
 			defer callCancel()
 			errc := make(chan error, 1)
 			go func() {
-				_, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "sleep 30.25"}})
+				_, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "echo $$ > pid.txt; sleep 30"}})
 				errc <- err
 			}()
-			var pid int
-			for pid == 0 {
-				if ctx.Err() != nil {
-					t.Fatalf("the command did not start:\n%s", f.logs.String())
-				}
-				pid = hostPID("sleep", "30.25")
-				time.Sleep(10 * time.Millisecond)
-			}
+			pid := proctest.WaitPids(t, filepath.Join(f.ws, "pid.txt"), 1, f.logs)[0]
 			callCancel()
 			if err := <-errc; err == nil {
 				t.Fatal("a cancelled call succeeded")
 			}
-			// The server side ends too, and the command is gone, long
-			// before the 30 s sleep would finish.
-			for !strings.Contains(f.logs.String(), "tool=bash outcome=error") || syscall.Kill(pid, 0) == nil {
+			// The server side ends too, and the command's process group
+			// is gone, long before the 30 s sleep would finish.
+			for !strings.Contains(f.logs.String(), "tool=bash outcome=error") || syscall.Kill(-pid, 0) == nil {
 				if ctx.Err() != nil {
-					t.Fatalf("the server did not cancel the call (command alive: %v):\n%s", syscall.Kill(pid, 0) == nil, f.logs.String())
+					t.Fatalf("the server did not cancel the call (group alive: %v):\n%s", syscall.Kill(-pid, 0) == nil, f.logs.String())
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
@@ -697,19 +690,13 @@ func TestShutdownDeadlineKillsARunningCommand(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "sleep 60.25"}})
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "echo $$ > pid; sleep 60"}})
 		if err == nil && !res.IsError {
 			err = errors.New("the call succeeded")
 		}
 		done <- err
 	}()
-	var pid int
-	for deadline := time.Now().Add(5 * time.Second); pid == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the command never started")
-		}
-		pid = hostPID("sleep", "60.25")
-	}
+	pid := proctest.WaitPids(t, filepath.Join(ws, "pid"), 1, logs)[0]
 	start := time.Now()
 	stop()
 	select {
@@ -738,22 +725,4 @@ func TestShutdownDeadlineKillsARunningCommand(t *testing.T) {
 		t.Fatalf("the call answered %v after SIGTERM, the deadline is 1s", answered)
 	}
 	t.Logf("sandbox drain: sleep 60 cut, call answered %v after SIGTERM (deadline 1s), Serve returned %v after", answered.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
-}
-
-// hostPID is the pid, as this process sees it, of a process whose
-// command line is exactly argv, or 0. A command's own $$ will not do:
-// where bash runs in a PID namespace of its own, it is 1 there.
-func hostPID(argv ...string) int {
-	want := strings.Join(argv, "\x00") + "\x00"
-	dirs, _ := os.ReadDir("/proc")
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		if b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline")); err == nil && string(b) == want {
-			return pid
-		}
-	}
-	return 0
 }
