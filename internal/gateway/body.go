@@ -8,7 +8,6 @@ import (
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/garraia/garra/internal/mcpcancel"
 )
@@ -113,72 +112,17 @@ type wireRequest struct {
 	params json.RawMessage
 }
 
-// wireMessage is the SDK's decode form of a JSON-RPC message, so that a
-// message decodes here exactly when the SDK will take it.
-type wireMessage struct {
-	VersionTag string          `json:"jsonrpc"`
-	ID         any             `json:"id,omitempty"`
-	Method     json.RawMessage `json:"method"`
-	Params     json.RawMessage `json:"params,omitempty"`
-	Result     json.RawMessage `json:"result,omitempty"`
-	Error      *struct {
-		Code    int64           `json:"code"`
-		Message string          `json:"message"`
-		Data    json.RawMessage `json:"data,omitempty"`
-	} `json:"error,omitempty"`
-}
-
-// wireFlags are the SDK's decoding rules: field names match exactly.
-const wireFlags = segjson.DontMatchCaseInsensitiveStructFields
-
-// maxWireDepth is the SDK's nesting limit of a message.
-const maxWireDepth = 1000
-
-// decodeRequest decodes one message as the SDK's jsonrpc.DecodeMessage
-// does (same decoder, rules, version check, id types and depth limit) and
-// reports whether it is a request. It parses the bytes in place: the
-// SDK's decoder buffers each value in 32 KiB of its own, which for every
-// request doubled the garbage the SDK already makes.
+// decodeRequest decodes one message with the SDK's own decoder and
+// reports whether it is a request, so that a message counts here exactly
+// when the SDK will take it.
 func decodeRequest(data []byte) (wireRequest, bool) {
-	if tooDeep(data, maxWireDepth) {
+	msg, err := jsonrpc.DecodeMessage(data)
+	if err != nil {
 		return wireRequest{}, false
 	}
-	var m wireMessage
-	if _, err := segjson.Parse(data, &m, wireFlags); err != nil || m.VersionTag != "2.0" {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok {
 		return wireRequest{}, false
 	}
-	id, err := jsonrpc.MakeID(m.ID)
-	if err != nil || len(m.Method) == 0 {
-		return wireRequest{}, false
-	}
-	var method string
-	if _, err := segjson.Parse(m.Method, &method, wireFlags); err != nil {
-		return wireRequest{}, false
-	}
-	return wireRequest{id: id, method: method, params: m.Params}, true
-}
-
-// tooDeep reports whether data nests objects and arrays deeper than max,
-// counting brackets outside strings as the SDK's check does.
-func tooDeep(data []byte, maxDepth int) bool {
-	depth, inString, escaped := 0, false, false
-	for _, c := range data {
-		switch {
-		case inString && escaped:
-			escaped = false
-		case inString && c == '\\':
-			escaped = true
-		case inString:
-			inString = c != '"'
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			if depth++; depth > maxDepth {
-				return true
-			}
-		case (c == '}' || c == ']') && depth > 0:
-			depth--
-		}
-	}
-	return false
+	return wireRequest{id: req.ID, method: req.Method, params: req.Params}, true
 }
