@@ -22,6 +22,7 @@ func TestDecideAttachment(t *testing.T) {
 		server   func(*garrav1alpha1.GarraServer) // nil: no server
 		ns, orch string
 		nsLabels map[string]string
+		watched  []string // a namespace-scoped operator's
 		change   func(*garrav1alpha1.Orchestrator)
 		reason   string
 		message  string // a part of it
@@ -46,6 +47,13 @@ func TestDecideAttachment(t *testing.T) {
 			reason: garrav1alpha1.ReasonNotAllowedByServer, message: "without a selector"},
 		{name: "invalid selector", server: rule(garrav1alpha1.NamespacesFromSelector, &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: "Near"}}}),
 			ns: "team-b", orch: "ci", reason: garrav1alpha1.ReasonNotAllowedByServer, message: "spec.allowedOrchestrators.namespaces.selector"},
+		{name: "a namespace-scoped operator cannot read labels: Selector refuses, naming the field", server: rule(garrav1alpha1.NamespacesFromSelector, teams),
+			ns: "team-b", orch: "ci", nsLabels: map[string]string{"tier": "team"}, watched: []string{"agents", "team-b"},
+			reason: garrav1alpha1.ReasonNotAllowedByServer, message: "spec.allowedOrchestrators.namespaces of GarraServer agents/team-a is from: Selector, but the operator watches only the namespaces agents,team-b"},
+		{name: "a namespace-scoped operator does not see a server elsewhere", ns: "team-b", orch: "ci", watched: []string{"team-b"},
+			reason: garrav1alpha1.ReasonServerNotFound, message: "spec.serverRef: namespace agents is not one the operator watches (team-b)"},
+		{name: "a namespace-scoped operator applies Same", server: func(*garrav1alpha1.GarraServer) {}, ns: "agents", orch: "ci", watched: []string{"agents"},
+			reason: garrav1alpha1.ReasonAccepted},
 		{name: "an inline entry's name in the server's namespace", server: rule(garrav1alpha1.NamespacesFromAll, nil), ns: "agents", orch: "badgood",
 			reason: garrav1alpha1.ReasonNameClash, message: "spec.orchestrators[badgood]) and this is Orchestrator agents/badgood"},
 		{name: "an inline entry's name elsewhere is another orchestrator", server: rule(garrav1alpha1.NamespacesFromAll, nil), ns: "team-b", orch: "badgood",
@@ -73,7 +81,7 @@ func TestDecideAttachment(t *testing.T) {
 			if tt.change != nil {
 				tt.change(ob)
 			}
-			got := decideAttachment(gs, ob, tt.nsLabels, "sbx:1")
+			got := decideAttachment(gs, ob, tt.nsLabels, "sbx:1", tt.watched)
 			if got.reason != tt.reason || got.accepted != (tt.reason == garrav1alpha1.ReasonAccepted) || !strings.Contains(got.message, tt.message) {
 				t.Errorf("got %+v, want reason %s and a message with %q", got, tt.reason, tt.message)
 			}

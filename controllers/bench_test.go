@@ -81,51 +81,12 @@ func benchCRDs(dir string) (string, error) {
 const benchResyncs = 3
 
 func BenchmarkReconcile(b *testing.B) {
-	assets, skip := benchAssets()
-	if skip != "" {
-		b.Skip(skip)
-	}
-	logf.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-
 	crdDir, err := benchCRDs(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
-	env := &envtest.Environment{
-		CRDDirectoryPaths:       []string{crdDir},
-		ErrorIfCRDPathMissing:   true,
-		BinaryAssetsDirectory:   assets,
-		ControlPlaneStopTimeout: 90 * time.Second,
-	}
-	cfg, err := env.Start()
-	reap := startReaper(assets)
-	defer func() {
-		start := time.Now()
-		if err := env.Stop(); err != nil {
-			b.Errorf("stopping the control plane: %v", err)
-		}
-		reap.stop()
-		b.Logf("control plane stopped in %s", time.Since(start).Round(time.Millisecond))
-	}()
-	if err != nil {
-		b.Fatalf("starting the control plane: %v", err)
-	}
-
-	admin, err := client.New(cfg, client.Options{Scheme: testScheme})
-	if err != nil {
-		b.Fatal(err)
-	}
-	counter := &writeCounter{}
-	mgrCfg := rest.CopyConfig(cfg)
-	mgrCfg.Wrap(counter.wrap)
-	// The API server's client-side throttling would be what is measured.
-	mgrCfg.QPS, mgrCfg.Burst = -1, -1
-
-	stop, err := benchManager(mgrCfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer stop()
+	admin, counter, done := benchEnv(b, crdDir)
+	defer done()
 
 	for _, n := range []int{1, 10, 32, 50, 100} {
 		name := fmt.Sprintf("orchestrators=%d", n)
@@ -168,27 +129,8 @@ func benchOnce(b *testing.B, c client.Client, counter *writeCounter, n int) benc
 	b.Helper()
 	ctx := context.Background()
 	b.StopTimer()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "bench-"}}
-	if err := c.Create(ctx, ns); err != nil {
-		b.Fatal(err)
-	}
-	if err := c.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "llm-keys", Namespace: ns.Name},
-		StringData: map[string]string{"openrouter": "sk-or-bench"},
-	}); err != nil {
-		b.Fatal(err)
-	}
-	gs := &garrav1alpha1.GarraServer{
-		ObjectMeta: metav1.ObjectMeta{Name: "team-a", Namespace: ns.Name},
-		Spec: garrav1alpha1.GarraServerSpec{
-			LLM: garrav1alpha1.LLMSpec{
-				Provider:        garrav1alpha1.ProviderOpenRouter,
-				Model:           "z-ai/glm-5.3-flash",
-				APIKeySecretRef: &garrav1alpha1.SecretKeySelector{Name: "llm-keys", Key: "openrouter"},
-			},
-			Gateway: garrav1alpha1.GatewaySpec{AllowAsk: true, AllowAgent: true},
-		},
-	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace(b, c, "bench-")}}
+	gs := benchServer(b, c, ns.Name)
 	for i := range n {
 		gs.Spec.Orchestrators = append(gs.Spec.Orchestrators, garrav1alpha1.OrchestratorSpec{
 			Name:                 fmt.Sprintf("o%03d", i),
@@ -354,6 +296,91 @@ func reconcileCount() (float64, error) {
 		}
 	}
 	return total, nil
+}
+
+// benchServer is GarraServer team-a of namespace ns, not yet created,
+// with the LLM key Secret it names created.
+func benchServer(b *testing.B, c client.Client, ns string) *garrav1alpha1.GarraServer {
+	b.Helper()
+	if err := c.Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "llm-keys", Namespace: ns},
+		StringData: map[string]string{"openrouter": "sk-or-bench"},
+	}); err != nil {
+		b.Fatal(err)
+	}
+	return &garrav1alpha1.GarraServer{
+		ObjectMeta: metav1.ObjectMeta{Name: "team-a", Namespace: ns},
+		Spec: garrav1alpha1.GarraServerSpec{
+			LLM: garrav1alpha1.LLMSpec{
+				Provider:        garrav1alpha1.ProviderOpenRouter,
+				Model:           "z-ai/glm-5.3-flash",
+				APIKeySecretRef: &garrav1alpha1.SecretKeySelector{Name: "llm-keys", Key: "openrouter"},
+			},
+			Gateway: garrav1alpha1.GatewaySpec{AllowAsk: true, AllowAgent: true},
+		},
+	}
+}
+
+// benchEnv starts a control plane with the CRDs of crdDir and a manager
+// whose every write counter counts, and returns the admin client, the
+// counter and what stops both (the benchmark is skipped without the
+// envtest binaries).
+func benchEnv(b *testing.B, crdDir string) (client.Client, *writeCounter, func()) {
+	b.Helper()
+	assets, skip := benchAssets()
+	if skip != "" {
+		b.Skip(skip)
+	}
+	// GARRA_BENCH_LOG names a file for the manager's log (default: none).
+	logTo := io.Discard
+	if path := os.Getenv("GARRA_BENCH_LOG"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = f.Close() })
+		logTo = f
+	}
+	logf.SetLogger(zap.New(zap.WriteTo(logTo)))
+	env := &envtest.Environment{
+		CRDDirectoryPaths:       []string{crdDir},
+		ErrorIfCRDPathMissing:   true,
+		BinaryAssetsDirectory:   assets,
+		ControlPlaneStopTimeout: 90 * time.Second,
+	}
+	// envtest's default Service range (a /24) holds 254 Services; a
+	// thousand sandboxes need more.
+	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.0.0.0/16")
+	cfg, err := env.Start()
+	reap := startReaper(assets)
+	stopEnv := func() {
+		start := time.Now()
+		if err := env.Stop(); err != nil {
+			b.Errorf("stopping the control plane: %v", err)
+		}
+		reap.stop()
+		b.Logf("control plane stopped in %s", time.Since(start).Round(time.Millisecond))
+	}
+	if err != nil {
+		stopEnv()
+		b.Fatalf("starting the control plane: %v", err)
+	}
+	admin, err := client.New(cfg, client.Options{Scheme: testScheme})
+	if err != nil {
+		stopEnv()
+		b.Fatal(err)
+	}
+	counter := &writeCounter{}
+	mgrCfg := rest.CopyConfig(cfg)
+	mgrCfg.Wrap(counter.wrap)
+	// The API server's client-side throttling would be what is measured.
+	mgrCfg.QPS, mgrCfg.Burst = -1, -1
+	stopMgr, err := benchManager(mgrCfg)
+	if err != nil {
+		stopEnv()
+		b.Fatal(err)
+	}
+	return admin, counter, func() { stopMgr(); stopEnv() }
 }
 
 // benchManager starts a manager as cmd/manager wires it and returns its stop.

@@ -9,6 +9,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,6 +55,9 @@ type GarraServerReconciler struct {
 	// SandboxProbeURL is where SandboxProbe asks; nil means
 	// GatewaySandboxzURL.
 	SandboxProbeURL func(*garrav1alpha1.GarraServer) string
+	// Reports is where each pass leaves what it learned about the
+	// attached Orchestrators, for their status; nil keeps nothing.
+	Reports *memberReports
 }
 
 func (r *GarraServerReconciler) now() time.Time {
@@ -69,6 +73,14 @@ type reconcileState struct {
 	// members are its orchestrators: the inline entries, then the
 	// accepted Orchestrators that name it.
 	members []member
+	// refused are the Orchestrators that name it and are not members;
+	// clashes those among them the whole set refused (clashOf,
+	// tokenClash), which their own status learns from the reports.
+	refused []refusal
+	clashes map[string]attachment
+	// memberFailed are the attached members whose objects this pass
+	// could not write, and why (isolate).
+	memberFailed map[string]string
 	// invalid is a permanent error: the spec must change before anything
 	// is applied. The controller does not retry it.
 	invalid string
@@ -87,14 +99,26 @@ type reconcileState struct {
 	// token to retire, a gateway yet to load the config); 0 means never.
 	requeue time.Duration
 	// rotateAck is set when the rotate-token annotation has been handled
-	// and is to be removed.
-	rotateAck bool
+	// and is to be removed; rotatedAttached are the Orchestrators whose
+	// own annotation has been.
+	rotateAck       bool
+	rotatedAttached []*garrav1alpha1.Orchestrator
+	// acked is set once this pass removed a rotate-token annotation, a
+	// change of the policy's inputs that is its own (see lookout).
+	acked bool
+	// lookout watches for a newer policy once this pass has published its
+	// own; yielded is set when one came and the pass stopped for it.
+	lookout *yieldCheck
+	yielded bool
 	// failed names the step that failed and why; the status says so and
 	// the reconcile is retried.
 	failed string
 	// tokenReview is the TokenReviewAccess message of a namespace-scoped
 	// operator that cannot bind the gateway for TokenReviews; "" otherwise.
 	tokenReview string
+	// egressCA is the egress CA's certificate (public, PEM) when some
+	// member goes out through the gateway.
+	egressCA []byte
 }
 
 // +kubebuilder:rbac:groups=garra.garraia.io,resources=garraservers,verbs=get;list;watch;patch
@@ -116,62 +140,96 @@ type reconcileState struct {
 //  2. validate what the schema cannot (images, rendered config): a
 //     permanent error only sets the Ready condition;
 //  3. replace the generated Secrets of the orchestrators the rotate-token
-//     annotation names, then generate those that do not exist yet;
+//     annotation names, then generate those that do not exist yet (the
+//     egress CA too, once a member goes out through the gateway);
 //  4. read every Secret key the gateway reads (some values feed the pod
 //     template's hash, the tokens NAME-gateway-tokens; a missing one is
 //     reported, not fatal), and refuse as invalid a bearer token that
 //     two callers share;
-//  5. apply the gateway's objects (the tokens Secret first, then remove a
-//     handled rotate-token annotation; its ServiceMonitor when the
-//     Prometheus Operator is installed), then each orchestrator's;
-//  6. scale to zero the idle-enabled sandboxes without a recent call,
+//  5. publish the policy: the tokens Secret (and each member's sandbox
+//     token Secret), then remove a handled rotate-token annotation, then
+//     the ConfigMap;
+//  6. apply the gateway's identity, Roles and objects (its ServiceMonitor
+//     when the Prometheus Operator is installed), then each
+//     orchestrator's;
+//  7. scale to zero the idle-enabled sandboxes without a recent call,
 //     then delete the objects of orchestrators no longer in the spec;
-//  7. write the status, derived from what is in the cluster now and from
+//  8. write the status, derived from what is in the cluster now and from
 //     the gateway's answer about the config it runs.
 //
-// Policy and tokens reach the running gateway through its mounted
-// ConfigMap and tokens Secret, so only what needs a new process changes a
-// pod template. The reconcile is requeued while a replaced token awaits
-// retirement or the gateway has not loaded the rendered config.
+// Policy and tokens reach the running gateway through its ConfigMap and
+// tokens Secret, which it watches, so only what needs a new process
+// changes a pod template. The reconcile is requeued while a replaced
+// token awaits retirement or the gateway has not loaded the rendered
+// config. From step 6 on, a pass yields to a newer policy (yield.go): it
+// stops, unreported, and the next pass publishes that policy first.
 //
-// Steps 3 to 6 write only what differs, so a reconcile that finds
+// Steps 3 to 7 write only what differs, so a reconcile that finds
 // everything as desired writes nothing. The status is written on every
 // pass, also when a step fails: Ready turns False with reason ApplyFailed
 // naming the step, instead of keeping conditions from an earlier pass.
 func (r *GarraServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	gs := &garrav1alpha1.GarraServer{}
 	if err := r.Get(ctx, req.NamespacedName, gs); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Reports.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !gs.DeletionTimestamp.IsZero() {
+		r.Reports.forget(req.NamespacedName)
 		// Namespaced children cascade; the cluster-scoped binding does not.
 		return ctrl.Result{}, r.releaseTokenReview(ctx, gs)
 	}
 
 	s := &reconcileState{gs: gs, values: map[string][]byte{}}
+	s.lookout = &yieldCheck{r: r, key: req.NamespacedName, now: r.now}
+	s.lookout.rebase(ctx)
+	// The steps after "apply policy" (afterPolicy) yield to a newer
+	// policy: see yield.go.
 	steps := []struct {
-		name string
-		run  func(context.Context, *reconcileState) error
+		name        string
+		run         func(context.Context, *reconcileState) error
+		afterPolicy bool
 	}{
-		{"list orchestrators", r.listMembers},
-		{"validate spec", r.validate},
-		{"rotate tokens", r.rotateTokens},
-		{"generate secrets", r.ensureSecrets},
-		{"read secrets", r.readSecrets},
-		{"validate tokens", r.validateTokens},
-		{"apply identity", r.applyIdentity},
-		{"apply wake role", func(ctx context.Context, s *reconcileState) error { return r.applyWakeRole(ctx, s.gs, s.members) }},
-		{"apply gateway", r.applyGateway},
-		{"apply service monitor", r.applyServiceMonitor},
-		{"apply orchestrators", r.applyOrchestrators},
-		{"suspend idle sandboxes", r.suspendIdle},
-		{"remove orchestrators", r.removeStale},
+		{"list orchestrators", r.listMembers, false},
+		{"validate spec", r.validate, false},
+		{"rotate tokens", r.rotateTokens, false},
+		{"generate secrets", r.ensureSecrets, false},
+		{"read secrets", r.readSecrets, false},
+		{"validate tokens", r.validateTokens, false},
+		{"apply policy", r.applyPolicy, false},
+		{"apply identity", r.applyIdentity, true},
+		{"apply wake role", func(ctx context.Context, s *reconcileState) error { return r.applyWakeRole(ctx, s.gs, s.members) }, true},
+		{"apply policy role", r.applyPolicyRole, true},
+		{"apply gateway", r.applyGateway, true},
+		{"apply service monitor", r.applyServiceMonitor, true},
+		{"apply orchestrators", r.applyOrchestrators, true},
+		{"suspend idle sandboxes", r.suspendIdle, true},
+		{"remove orchestrators", r.removeStale, true},
 	}
 	ctx, pass := r.startPass(ctx, gs)
 	defer pass.End()
+	// runCtx is ctx until the policy is out, then ctx under the look-out
+	// for a newer one.
+	runCtx, stopWatch := ctx, func() {}
+	defer func() { stopWatch() }()
 	var stepErr error
 	for _, step := range steps {
-		if err := r.runStep(ctx, step.name, func(ctx context.Context) error { return step.run(ctx, s) }); err != nil {
+		if step.afterPolicy && !s.lookout.active {
+			if s.acked {
+				// Its own removal of the annotation is no newer policy.
+				s.lookout.rebase(ctx)
+			}
+			runCtx, stopWatch = s.lookout.watch(ctx)
+		}
+		if step.afterPolicy && s.yield(runCtx) {
+			break
+		}
+		if err := r.runStep(runCtx, step.name, func(ctx context.Context) error { return step.run(ctx, s) }); err != nil {
+			if s.yield(runCtx) {
+				break
+			}
 			stepErr = fmt.Errorf("%s %s/%s: %w", step.name, gs.Namespace, gs.Name, err)
 			s.failed = fmt.Sprintf("%s: %v", step.name, err)
 			break
@@ -180,8 +238,24 @@ func (r *GarraServerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			log.FromContext(ctx).Info("invalid spec, not applied", "reason", s.invalid)
 			break
 		}
+		if s.yielded {
+			break
+		}
 	}
-	if err := r.runStep(ctx, "write status", func(ctx context.Context) error { return r.writeStatus(ctx, s) }); err != nil {
+	yield := func() (ctrl.Result, error) {
+		// The newer policy's event has queued the next pass, which
+		// writes the status of everything as it then is.
+		log.FromContext(ctx).V(1).Info("pass yielded to a newer policy after publishing its own")
+		endPass(pass, s, nil)
+		return ctrl.Result{}, nil
+	}
+	if stepErr == nil && s.yield(runCtx) {
+		return yield()
+	}
+	if err := r.runStep(runCtx, "write status", func(ctx context.Context) error { return r.writeStatus(ctx, s) }); err != nil {
+		if stepErr == nil && s.yield(runCtx) {
+			return yield()
+		}
 		err = errors.Join(stepErr, fmt.Errorf("write status of %s/%s: %w", gs.Namespace, gs.Name, err))
 		endPass(pass, s, err)
 		return ctrl.Result{}, err

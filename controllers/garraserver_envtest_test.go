@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -400,7 +401,24 @@ var _ = Describe("GarraServer", func() {
 
 		By("checking the gateway pod: hardening, mounts, env and files from Secrets")
 		gw := get(ns, "team-a-gateway", &appsv1.Deployment{})
-		checkRestricted(GinkgoT(), gw.Spec.Template.Spec)
+		checkRestricted(GinkgoT(), gw.Spec.Template.Spec, true)
+		By("the gateway may read exactly its ConfigMap and tokens Secret, nothing else, and no writes")
+		Eventually(func() []rbacv1.PolicyRule {
+			role := &rbacv1.Role{}
+			if k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "team-a-gateway-policy"}, role) != nil {
+				return nil
+			}
+			return role.Rules
+		}, timeout, interval).Should(Equal([]rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"team-a-gateway"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"team-a-gateway-tokens"}, Verbs: []string{"get", "list", "watch"}},
+		}))
+		binding := &rbacv1.RoleBinding{}
+		Eventually(func() error {
+			return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "team-a-gateway-policy"}, binding)
+		}, timeout, interval).Should(Succeed())
+		Expect(binding.Subjects).To(Equal([]rbacv1.Subject{{Kind: "ServiceAccount", Name: "team-a-gateway", Namespace: ns}}))
+		ownedBy(binding)
 		Expect(gw.Spec.Strategy.Type).To(Equal(appsv1.RecreateDeploymentStrategyType))
 		Expect(gw.Spec.Template.Annotations).To(HaveKey(AnnotationInputsHash))
 		c := gw.Spec.Template.Spec.Containers[0]
@@ -434,7 +452,7 @@ var _ = Describe("GarraServer", func() {
 		for _, o := range []string{"badgood", "n8n"} {
 			d := get(ns, "team-a-sandbox-"+o, &appsv1.Deployment{})
 			pod := d.Spec.Template.Spec
-			checkRestricted(GinkgoT(), pod)
+			checkRestricted(GinkgoT(), pod, false)
 			Expect(pod.ServiceAccountName).To(Equal("team-a-sandbox-" + o))
 			sc := pod.Containers[0]
 			Expect(sc.Image).To(Equal("garra-sandbox:test"))
@@ -865,6 +883,52 @@ var _ = Describe("GarraServer", func() {
 		Expect(tmpl).To(Equal(sbTmpl), "no rotation rolls the sandbox")
 	})
 
+	It("rotates once while the server keeps changing under the pass", func() {
+		twoOrchestrators(ns)
+		update(ns, func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Gateway.TokenRotationGracePeriod = &metav1.Duration{Duration: time.Minute}
+		})
+		settled(ns, "badgood", "n8n")
+		old := secretData(ns, "team-a-orch-badgood")
+
+		// Something else writes the server all the time (here a label,
+		// in a cluster its status and other controllers): the pass that
+		// handled the annotation must not fail on a stale version and run
+		// the rotation again, which would end the overlap at once.
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer GinkgoRecover()
+			defer close(done)
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+				cur := server(ns)
+				patch := client.MergeFrom(cur.DeepCopy())
+				if cur.Labels == nil {
+					cur.Labels = map[string]string{}
+				}
+				cur.Labels["bump"] = strconv.Itoa(i)
+				_ = k8sClient.Patch(ctx, cur, patch)
+			}
+		}()
+		update(ns, func(gs *garrav1alpha1.GarraServer) {
+			gs.Annotations = map[string]string{garrav1alpha1.AnnotationRotateToken: "badgood"}
+		})
+		Eventually(func() map[string]string { return server(ns).Annotations }, timeout, interval).ShouldNot(HaveKey(garrav1alpha1.AnnotationRotateToken))
+		close(stop)
+		<-done
+
+		cur := secretDataNow(ns, "team-a-orch-badgood")
+		Expect(cur["token"]).NotTo(Equal(old["token"]))
+		Eventually(func() string { return string(secretData(ns, "team-a-gateway-tokens")["badgood"]) }, timeout, interval).Should(
+			Equal(string(cur["token"])+"\n"+string(old["token"])), "the first token overlaps the one that replaced it: one rotation")
+		Consistently(func() []byte { return secretDataNow(ns, "team-a-orch-badgood")["token"] }, 2*time.Second, interval).Should(Equal(cur["token"]))
+	})
+
 	It("keeps generated Secrets across reconciles and a manager restart", func() {
 		twoOrchestrators(ns)
 		settled(ns, "badgood", "n8n")
@@ -1075,7 +1139,8 @@ var _ = Describe("GarraServer", func() {
 		Expect(single.Spec.Strategy.Type).To(Equal(appsv1.RecreateDeploymentStrategyType))
 		Expect(names(ns2, &corev1.PersistentVolumeClaimList{})).To(Equal([]string{"team-a-gateway-data"}))
 		Expect(names(ns2, &policyv1.PodDisruptionBudgetList{})).To(BeEmpty())
-		Expect(names(ns2, &rbacv1.RoleList{})).To(BeEmpty())
+		// Only the policy watch's Role: no Lease Role.
+		Eventually(func() []string { return names(ns2, &rbacv1.RoleList{}) }, timeout, interval).Should(Equal([]string{"team-a-gateway-policy"}))
 		Expect(server(ns2).Spec.Gateway.Store.Driver).To(Equal(garrav1alpha1.StoreSQLite))
 		Expect(server(ns2).Spec.Gateway.Replicas).To(Equal(int32(1)))
 	})
@@ -1086,7 +1151,7 @@ var _ = Describe("GarraServer", func() {
 		gs := &garrav1alpha1.GarraServer{}
 		must(yaml.UnmarshalStrict(data, gs))
 		gs.Namespace = ns
-		Expect(gs.Spec.Orchestrators).To(HaveLen(3))
+		Expect(gs.Spec.Orchestrators).To(HaveLen(2))
 		Expect(k8sClient.Create(ctx, gs, client.DryRunAll)).To(Succeed())
 	})
 
@@ -1119,6 +1184,11 @@ var _ = Describe("GarraServer", func() {
 		}, "spec.gateway.webSearch.baseURL", "http or https"),
 		Entry("orchestrator name over 40 characters", func(gs *garrav1alpha1.GarraServer) { gs.Spec.Orchestrators[0].Name = strings.Repeat("a", 41) },
 			"spec.orchestrators[0].name", "may not be more than 40"),
+		Entry("a Basic credential without a user name", func(gs *garrav1alpha1.GarraServer) {
+			gs.Spec.Orchestrators[0].Credentials = []garrav1alpha1.CredentialSpec{{Name: "github",
+				SecretRef: garrav1alpha1.SecretKeySelector{Name: "gh", Key: "token"}, Hosts: []string{"github.com"},
+				Inject: garrav1alpha1.CredentialInject{Scheme: garrav1alpha1.CredentialBasic}}}
+		}, "spec.orchestrators[0].credentials[0].inject", "inject.username is required with scheme Basic"),
 		Entry("an orchestrator's quota below 1", func(gs *garrav1alpha1.GarraServer) {
 			zero := int32(0)
 			gs.Spec.Orchestrators[0].Quota = &garrav1alpha1.QuotaSpec{AgentConcurrent: &zero}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
@@ -52,6 +53,7 @@ func RenderConfig(gs *garrav1alpha1.GarraServer, ms []member) *config.Config {
 			},
 		},
 	}
+	c.Gateway.Egress = renderGatewayEgress(ms)
 	if spec.LLM.APIKeySecretRef != nil {
 		c.LLM.APIKeyEnv = EnvLLMAPIKey
 	}
@@ -88,15 +90,18 @@ func RenderConfig(gs *garrav1alpha1.GarraServer, ms []member) *config.Config {
 		if idleTimeout(o) > 0 {
 			sbx.Wake = &config.SandboxWake{Namespace: m.at.Namespace, Deployment: m.sandboxName()}
 		}
+		egress, creds := renderEgress(m)
 		c.Gateway.MCPHTTP.Orchestrators = append(c.Gateway.MCPHTTP.Orchestrators, config.Orchestrator{
-			Name:      m.ID,
-			KeyFile:   keyFile,
-			Auth:      renderAuth(m),
-			Tools:     tools,
-			DenyTools: deny,
-			Chats:     o.Chats,
-			Sandbox:   sbx,
-			Quota:     renderQuota(o.Quota),
+			Name:        m.ID,
+			KeyFile:     keyFile,
+			Auth:        renderAuth(m),
+			Tools:       tools,
+			DenyTools:   deny,
+			Chats:       o.Chats,
+			Sandbox:     sbx,
+			Quota:       renderQuota(o.Quota),
+			Egress:      egress,
+			Credentials: creds,
 		})
 	}
 	if spec.Channels != nil && spec.Channels.Telegram != nil {
@@ -132,6 +137,29 @@ func renderQuota(q *garrav1alpha1.QuotaSpec) *config.Quota {
 	return out
 }
 
+// effectiveQuota is the allowance in force for an orchestrator whose own
+// quota is own, under the gateway default def: the gateway's merge rule
+// (config.Quota.Over) applied to their rendered forms, so the status says
+// what the gateway enforces. nil when unlimited.
+func effectiveQuota(def, own *garrav1alpha1.QuotaSpec) *garrav1alpha1.QuotaSpec {
+	q := ptr.Deref(renderQuota(own), config.Quota{}).Over(ptr.Deref(renderQuota(def), config.Quota{}))
+	if q.IsZero() {
+		return nil
+	}
+	n := func(v int) *int32 {
+		if v <= 0 {
+			return nil
+		}
+		return ptr.To(int32(v)) //nolint:gosec // G115: each field was an int32 of the spec
+	}
+	out := &garrav1alpha1.QuotaSpec{AskPerMinute: n(q.AskPerMinute), AgentPerMinute: n(q.AgentPerMinute), SendPerMinute: n(q.SendPerMinute),
+		AgentConcurrent: n(q.AgentConcurrent)}
+	if q.LLMTokensPerDay > 0 {
+		out.LLMTokensPerDay = ptr.To(q.LLMTokensPerDay)
+	}
+	return out
+}
+
 // RenderConfigYAML is RenderConfig marshalled as config.yml.
 func RenderConfigYAML(gs *garrav1alpha1.GarraServer, ms []member) (string, error) {
 	out, err := yaml.Marshal(RenderConfig(gs, ms))
@@ -161,11 +189,19 @@ func gatewayPodEnv(gs *garrav1alpha1.GarraServer) []string {
 
 func gatewayPodFiles(ms []member) []string {
 	files := []string{APIKeyFile()}
+	if anyEgressGateway(ms) {
+		files = append(files, EgressCACertFile(), EgressCAKeyFile())
+	}
 	for _, m := range ms {
 		if usesToken(m.OrchestratorSettings) {
 			files = append(files, OrchTokenFile(m.tokenKey()))
 		}
 		files = append(files, SandboxTokenFile(m.tokenKey()))
+		if egressGateway(m) {
+			for _, c := range m.Credentials {
+				files = append(files, CredentialFile(m.credentialKey(c.Name)))
+			}
+		}
 	}
 	return files
 }

@@ -1,11 +1,14 @@
 package controllers
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/utils/ptr"
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
 	"github.com/garraia/garra/internal/config"
@@ -289,4 +292,51 @@ func TestConfigWarningsNameUnmountedFiles(t *testing.T) {
 			t.Errorf("without %s: problems %v", f, problems)
 		}
 	}
+}
+
+// The quota on the status is the one the gateway enforces: each case is
+// also rendered and asked of the gateway's own config (QuotaFor).
+func TestEffectiveQuota(t *testing.T) {
+	i32 := func(v int32) *int32 { return &v }
+	i64 := func(v int64) *int64 { return &v }
+	tests := []struct {
+		name     string
+		def, own *garrav1alpha1.QuotaSpec
+		want     *garrav1alpha1.QuotaSpec
+	}{
+		{"neither: unlimited, absent", nil, nil, nil},
+		{"empty both: unlimited, absent", &garrav1alpha1.QuotaSpec{}, &garrav1alpha1.QuotaSpec{}, nil},
+		{"the default alone", &garrav1alpha1.QuotaSpec{AskPerMinute: i32(10), LLMTokensPerDay: i64(100000)}, nil,
+			&garrav1alpha1.QuotaSpec{AskPerMinute: i32(10), LLMTokensPerDay: i64(100000)}},
+		{"its own alone", nil, &garrav1alpha1.QuotaSpec{AgentConcurrent: i32(2)},
+			&garrav1alpha1.QuotaSpec{AgentConcurrent: i32(2)}},
+		{"its own over the default, field by field",
+			&garrav1alpha1.QuotaSpec{AskPerMinute: i32(10), AgentPerMinute: i32(2), SendPerMinute: i32(5), LLMTokensPerDay: i64(100000)},
+			&garrav1alpha1.QuotaSpec{AskPerMinute: i32(3), AgentConcurrent: i32(1), LLMTokensPerDay: i64(5000)},
+			&garrav1alpha1.QuotaSpec{AskPerMinute: i32(3), AgentPerMinute: i32(2), SendPerMinute: i32(5), AgentConcurrent: i32(1), LLMTokensPerDay: i64(5000)}},
+		{"its own larger than the default still wins", &garrav1alpha1.QuotaSpec{AgentPerMinute: i32(1)}, &garrav1alpha1.QuotaSpec{AgentPerMinute: i32(50)},
+			&garrav1alpha1.QuotaSpec{AgentPerMinute: i32(50)}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := effectiveQuota(tc.def, tc.own)
+			if !equality.Semantic.DeepEqual(got, tc.want) {
+				t.Errorf("effectiveQuota = %s, want %s", quotaString(got), quotaString(tc.want))
+			}
+			gs := testServer()
+			gs.Spec.Gateway.Quota = tc.def
+			gs.Spec.Orchestrators[0].Quota = tc.own
+			enforced := RenderConfig(gs, inlineMembers(gs)).Gateway.MCPHTTP.QuotaFor(gs.Spec.Orchestrators[0].Name)
+			if shown := ptr.Deref(renderQuota(got), config.Quota{}); shown != enforced {
+				t.Errorf("the status shows %+v, the gateway enforces %+v", shown, enforced)
+			}
+		})
+	}
+}
+
+func quotaString(q *garrav1alpha1.QuotaSpec) string {
+	if q == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("%+v", ptr.Deref(renderQuota(q), config.Quota{}))
 }

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,10 +25,13 @@ func GatewayCommand() []string {
 // NAME-gateway-tokens. Both are plain volumes, never subPath mounts (which
 // the kubelet does not update), and the volume list does not depend on the
 // orchestrators: adding one changes that Secret and config.yml, which the
-// gateway reloads, not this template. The LLM, Brave and Telegram keys are
+// gateway watches through the API server (gatewayWatchArgs) and reloads,
+// not this template. The LLM, Brave and Telegram keys are
 // environment variables from Secret keys. hash is the inputs hash of the
-// Secret keys this template refers to.
-func gatewayDeployment(gs *garrav1alpha1.GarraServer, ms []member, image, hash string) *appsv1ac.DeploymentApplyConfiguration {
+// Secret keys this template refers to. egress (some orchestrator has
+// sandbox.egress: gateway) adds the egress proxy's port and its CA's
+// volume: the one thing of the orchestrators the template depends on.
+func gatewayDeployment(gs *garrav1alpha1.GarraServer, egress bool, image, hash string) *appsv1ac.DeploymentApplyConfiguration {
 	lbl := labels(gs, ComponentGateway, "")
 	owner := gatewayAPIKeyRef(gs)
 
@@ -36,11 +40,16 @@ func gatewayDeployment(gs *garrav1alpha1.GarraServer, ms []member, image, hash s
 		env = append(env, secretEnv(er.Env, er.Ref.Secret, er.Ref.Key))
 	}
 	env = append(env, telemetryEnv(gs, ServiceGateway)...)
+	_, trust := trustedCARef(gs)
+	if trust {
+		env = append(env, corev1ac.EnvVar().WithName(EnvSSLCertDir).WithValue(strings.Join(append(slices.Clone(systemCertDirs), egressTrustDir), ":")))
+	}
 
 	container := corev1ac.Container().
 		WithName(ComponentGateway).
 		WithImage(image).
 		WithCommand(GatewayCommand()...).
+		WithArgs(gatewayWatchArgs(gs)...).
 		WithPorts(corev1ac.ContainerPort().WithName(PortName).WithContainerPort(GatewayPort).WithProtocol(corev1.ProtocolTCP)).
 		WithEnv(env...).
 		WithVolumeMounts(
@@ -56,13 +65,22 @@ func gatewayDeployment(gs *garrav1alpha1.GarraServer, ms []member, image, hash s
 	if res := resources(gs.Spec.Gateway.Resources); res != nil {
 		container.WithResources(res)
 	}
+	if egress {
+		container.
+			WithPorts(corev1ac.ContainerPort().WithName(EgressPortName).WithContainerPort(EgressPort).WithProtocol(corev1.ProtocolTCP)).
+			WithVolumeMounts(corev1ac.VolumeMount().WithName("egress-ca").WithMountPath(egressCADir).WithReadOnly(true))
+	}
+	if trust {
+		container.WithVolumeMounts(corev1ac.VolumeMount().WithName("egress-trust").WithMountPath(egressTrustDir).WithReadOnly(true))
+	}
 
-	// The API credential is mounted only for TokenReviews and waking idle
-	// sandboxes here; replicas on
-	// a shared store also get it for the poller Lease (sharedGatewayDeployment).
+	// The API credential is always mounted: the gateway watches its
+	// policy objects with it (GatewayPolicyRole), and uses it for
+	// TokenReviews, waking idle sandboxes and, on a shared store, the
+	// poller Lease.
 	pod := corev1ac.PodSpec().
 		WithServiceAccountName(gatewayName(gs)).
-		WithAutomountServiceAccountToken(needsTokenReview(ms) || slices.ContainsFunc(ms, idle)).
+		WithAutomountServiceAccountToken(true).
 		WithEnableServiceLinks(false).
 		WithSecurityContext(restrictedPodSecurity()).
 		WithContainers(container).
@@ -80,6 +98,21 @@ func gatewayDeployment(gs *garrav1alpha1.GarraServer, ms []member, image, hash s
 				corev1ac.SecretVolumeSource().WithSecretName(tokensName(gs)).WithDefaultMode(SecretFileMode)),
 		).
 		WithTerminationGracePeriodSeconds(gatewayTerminationGrace(gs))
+	// The egress volumes exist only while they are used, so a server
+	// without egress through the gateway keeps the pod it had.
+	if egress {
+		ca := egressCARef(gs)
+		pod.WithVolumes(corev1ac.Volume().WithName("egress-ca").WithSecret(
+			corev1ac.SecretVolumeSource().WithSecretName(ca.Secret).WithDefaultMode(SecretFileMode).
+				WithItems(
+					corev1ac.KeyToPath().WithKey(corev1.TLSCertKey).WithPath(corev1.TLSCertKey),
+					corev1ac.KeyToPath().WithKey(corev1.TLSPrivateKeyKey).WithPath(corev1.TLSPrivateKeyKey))))
+	}
+	if ref, ok := trustedCARef(gs); ok {
+		pod.WithVolumes(corev1ac.Volume().WithName("egress-trust").WithSecret(
+			corev1ac.SecretVolumeSource().WithSecretName(ref.Secret).WithDefaultMode(SecretFileMode).
+				WithItems(corev1ac.KeyToPath().WithKey(ref.Key).WithPath(KeyTrustedCA))))
+	}
 
 	dep := singlePodDeployment(serverPlacement(gs), gatewayName(gs), lbl, hash, pod)
 	if sharedStore(gs) {

@@ -76,7 +76,7 @@ func TestGatewayDeployment(t *testing.T) {
 			if tc.mutate != nil {
 				tc.mutate(gs)
 			}
-			d := typed[appsv1.Deployment](t, gatewayDeployment(gs, inlineMembers(gs), "garra:1", "h1"))
+			d := typed[appsv1.Deployment](t, gatewayDeployment(gs, false, "garra:1", "h1"))
 			if d.Name != "team-a-gateway" || d.Namespace != "agents" {
 				t.Errorf("name = %s/%s", d.Namespace, d.Name)
 			}
@@ -89,13 +89,18 @@ func TestGatewayDeployment(t *testing.T) {
 			eqMap(t, "pod annotations", d.Spec.Template.Annotations, map[string]string{AnnotationInputsHash: "h1"})
 
 			pod := d.Spec.Template.Spec
-			checkRestricted(t, pod)
+			checkRestricted(t, pod, true)
 			if len(pod.Containers) != 1 {
 				t.Fatalf("containers = %d", len(pod.Containers))
 			}
 			c := pod.Containers[0]
 			if c.Image != "garra:1" || !slices.Equal(c.Command, []string{"garra", "gateway", "--config", "/etc/garra/config.yml"}) {
 				t.Errorf("image %q command %v", c.Image, c.Command)
+			}
+			// The policy watch: exactly the objects the files come from.
+			if want := []string{"--watch-namespace", "agents", "--watch-configmap", "team-a-gateway", "--watch-secret", "team-a-gateway-tokens",
+				"--watch-secret-dir", "/var/run/garra/tokens"}; !slices.Equal(c.Args, want) {
+				t.Errorf("args %v, want %v", c.Args, want)
 			}
 			if len(c.Ports) != 1 || c.Ports[0].Name != "mcp" || c.Ports[0].ContainerPort != 3888 || c.Ports[0].Protocol != corev1.ProtocolTCP {
 				t.Errorf("ports = %+v", c.Ports)
@@ -163,7 +168,7 @@ func TestGatewayTemplateIgnoresPolicy(t *testing.T) {
 	template := func(gs *garrav1alpha1.GarraServer, image string, values map[string][]byte) string {
 		t.Helper()
 		s := &reconcileState{gs: gs, values: values}
-		d := typed[appsv1.Deployment](t, gatewayDeployment(gs, inlineMembers(gs), image, s.gatewayHash()))
+		d := typed[appsv1.Deployment](t, gatewayDeployment(gs, false, image, s.gatewayHash()))
 		out, err := json.Marshal(d.Spec.Template)
 		if err != nil {
 			t.Fatal(err)
@@ -245,7 +250,7 @@ func TestGatewayReplicas(t *testing.T) {
 		if got := gatewayReplicas(gs); got != tc.want {
 			t.Errorf("driver %q replicas %d: %d, want %d", tc.driver, tc.replicas, got, tc.want)
 		}
-		dep := typed[appsv1.Deployment](t, gatewayDeployment(gs, inlineMembers(gs), "garra:test", ""))
+		dep := typed[appsv1.Deployment](t, gatewayDeployment(gs, false, "garra:test", ""))
 		if *dep.Spec.Replicas != tc.want {
 			t.Errorf("driver %q replicas %d: Deployment has %d", tc.driver, tc.replicas, *dep.Spec.Replicas)
 		}

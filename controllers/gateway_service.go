@@ -8,9 +8,19 @@ import (
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
 )
 
-// gatewayService is NAME-gateway: port 3888 named mcp to the gateway pods.
-func gatewayService(gs *garrav1alpha1.GarraServer) *corev1ac.ServiceApplyConfiguration {
-	return mcpService(gatewayName(gs), serverPlacement(gs), labels(gs, ComponentGateway, ""), GatewayPort)
+// gatewayService is NAME-gateway: port 3888 named mcp to the gateway pods,
+// and 3128 named egress, the proxy, while some member of ms goes out
+// through the gateway.
+func gatewayService(gs *garrav1alpha1.GarraServer, ms []member) *corev1ac.ServiceApplyConfiguration {
+	svc := mcpService(gatewayName(gs), serverPlacement(gs), labels(gs, ComponentGateway, ""), GatewayPort)
+	if anyEgressGateway(ms) {
+		svc.Spec.WithPorts(corev1ac.ServicePort().
+			WithName(EgressPortName).
+			WithProtocol(corev1.ProtocolTCP).
+			WithPort(EgressPort).
+			WithTargetPort(intstr.FromString(EgressPortName)))
+	}
+	return svc
 }
 
 // mcpService is a ClusterIP Service with one TCP port named mcp.

@@ -20,7 +20,7 @@ func TestGatewayServiceMonitor(t *testing.T) {
 	}
 	// It selects exactly the gateway Service's labels, in its namespace.
 	sel, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
-	svcLabels := gatewayService(gs).Labels
+	svcLabels := gatewayService(gs, inlineMembers(gs)).Labels
 	if len(sel) != len(svcLabels) {
 		t.Errorf("selector %v, Service labels %v", sel, svcLabels)
 	}
@@ -33,7 +33,7 @@ func TestGatewayServiceMonitor(t *testing.T) {
 	if len(ns) != 1 || ns[0] != gs.Namespace {
 		t.Errorf("namespaceSelector = %v", ns)
 	}
-	port := *gatewayService(gs).Spec.Ports[0].Name
+	port := *gatewayService(gs, inlineMembers(gs)).Spec.Ports[0].Name
 	eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
 	if len(eps) != 1 || eps[0].(map[string]any)["port"] != port || eps[0].(map[string]any)["path"] != "/metrics" {
 		t.Errorf("endpoints = %v, want /metrics on port %s", eps, port)

@@ -136,14 +136,17 @@ func parseTokenSet(data []byte, sandbox bool, until string) tokenSet {
 
 // tokensSecretData is what NAME-gateway-tokens holds for gs: per
 // orchestrator of ms its bearer and sandbox keys, from live (nil when
-// absent) moved on by nextTokenSet, and the latest expiry of a previous
-// token per orchestrator ID (for the status and the requeue).
+// absent) moved on by nextTokenSet, and the values of its credentials
+// (credentialsData: no overlap, a revoked credential stops at once); and
+// the latest expiry of a previous token per orchestrator ID (for the
+// status and the requeue).
 func tokensSecretData(gs *garrav1alpha1.GarraServer, ms []member, live *corev1.Secret, values map[string][]byte, now time.Time) (map[string][]byte, map[string]string, map[string]time.Time) {
 	grace := tokenGrace(gs)
 	data := map[string][]byte{}
 	ann := map[string]string{}
 	until := map[string]time.Time{}
 	for _, m := range ms {
+		maps.Copy(data, credentialsData(m, values))
 		keys := []struct {
 			key     string
 			ref     secretRef
@@ -198,13 +201,25 @@ func tokenGrace(gs *garrav1alpha1.GarraServer) time.Duration {
 // sandboxTokenSecret is the Secret m's sandbox pod reads its token lines
 // from (named as its sandbox, in its namespace, owned as its other
 // objects): the lines NAME-gateway-tokens holds for m's sandbox key, so the
-// pod sees the same overlap the gateway keeps, and nothing else.
-func sandboxTokenSecret(m member, lines []byte) *corev1ac.SecretApplyConfiguration {
+// pod sees the same overlap the gateway keeps, and, with egress: gateway,
+// the public certificate of the gateway's egress CA. Nothing else: no
+// credential, no CA key.
+func sandboxTokenSecret(m member, data map[string][]byte) *corev1ac.SecretApplyConfiguration {
 	return corev1ac.Secret(m.sandboxTokenName(), m.at.Namespace).
 		WithLabels(m.labels()).
 		WithOwnerReferences(m.at.ownerRefs()...).
 		WithType(corev1.SecretTypeOpaque).
-		WithData(map[string][]byte{KeySandboxToken: lines})
+		WithData(data)
+}
+
+// sandboxSecretData is what m's own Secret holds: its token lines and,
+// going out through the gateway, the egress CA's certificate.
+func sandboxSecretData(m member, lines, egressCA []byte) map[string][]byte {
+	data := map[string][]byte{KeySandboxToken: lines}
+	if egressGateway(m) {
+		data[KeyEgressCA] = egressCA
+	}
+	return data
 }
 
 // tokensSecret is NAME-gateway-tokens as an apply configuration.

@@ -191,8 +191,10 @@ type reporter interface {
 	Errorf(format string, args ...any)
 }
 
-// checkRestricted asserts the "restricted" Pod Security Standard.
-func checkRestricted(t reporter, pod corev1.PodSpec) {
+// checkRestricted asserts the "restricted" Pod Security Standard, and
+// that the pod gets an API credential exactly when apiToken says (the
+// gateway watches its policy objects; a sandbox has no API access).
+func checkRestricted(t reporter, pod corev1.PodSpec, apiToken bool) {
 	t.Helper()
 	ps := pod.SecurityContext
 	if ps == nil || ps.RunAsNonRoot == nil || !*ps.RunAsNonRoot || ps.RunAsUser == nil || *ps.RunAsUser != 65532 ||
@@ -200,8 +202,8 @@ func checkRestricted(t reporter, pod corev1.PodSpec) {
 		ps.SeccompProfile == nil || ps.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
 		t.Errorf("pod security context = %+v", ps)
 	}
-	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
-		t.Error("service account token is mounted")
+	if mounted := pod.AutomountServiceAccountToken != nil && *pod.AutomountServiceAccountToken; mounted != apiToken {
+		t.Errorf("service account token mounted: %t, want %t", mounted, apiToken)
 	}
 	if pod.HostNetwork || pod.HostPID || pod.HostIPC {
 		t.Error("host namespaces shared")

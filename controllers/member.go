@@ -31,6 +31,8 @@ type member struct {
 	at placement
 	// attached is set for an Orchestrator object.
 	attached bool
+	// ob is the Orchestrator object of an attached member.
+	ob *garrav1alpha1.Orchestrator
 }
 
 // placement is a child's namespace and controller.
@@ -82,6 +84,7 @@ func attachedMember(gs *garrav1alpha1.GarraServer, ob *garrav1alpha1.Orchestrato
 		gs:                   gs,
 		at:                   placement{Namespace: ob.Namespace, Owner: *metav1.NewControllerRef(ob, orchestratorKind)},
 		attached:             true,
+		ob:                   ob,
 	}
 }
 
@@ -116,6 +119,9 @@ func (m member) sandboxName() string {
 }
 
 func (m member) workspaceName() string {
+	if m.Workspace.ClaimName != "" {
+		return m.Workspace.ClaimName
+	}
 	if m.attached {
 		return m.Name + "-ws"
 	}

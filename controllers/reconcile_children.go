@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 
@@ -25,24 +26,43 @@ import (
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
 )
 
-// applyGateway applies the gateway's tokens Secret, ConfigMap, claim,
-// Deployment and Service. A changed config.yml is checked as `garra config
-// check` would, and its problems become one Warning event.
-func (r *GarraServerReconciler) applyGateway(ctx context.Context, s *reconcileState) error {
-	gs := s.gs
-	if err := r.applyTokens(ctx, s); err != nil {
+// applyPolicy publishes what the gateway accepts, which it watches
+// through the API server: the tokens Secret, then the ConfigMap, so that a
+// new member's token is in place when the config naming it arrives. A
+// handled rotate-token annotation is removed in between. The members'
+// sandbox token Secrets come last: the gateway reads none of them, and a
+// new caller waits for nothing it does not need. A changed config.yml is
+// checked as `garra config check` would, and its problems become one
+// Warning event.
+func (r *GarraServerReconciler) applyPolicy(ctx context.Context, s *reconcileState) error {
+	data, err := r.applyTokens(ctx, s)
+	if err != nil {
 		return err
 	}
 	if err := r.ackRotation(ctx, s); err != nil {
 		return err
 	}
-	changed, err := applyIfChanged(ctx, r.Client, gatewayConfigMap(gs, s.configYAML), &corev1.ConfigMap{}, corev1ac.ExtractConfigMap)
+	changed, err := applyIfChanged(ctx, r.Client, gatewayConfigMap(s.gs, s.configYAML), &corev1.ConfigMap{}, corev1ac.ExtractConfigMap)
 	if err != nil {
 		return err
 	}
 	if changed {
-		r.warnConfig(gs, s.members, s.configYAML)
+		r.warnConfig(s.gs, s.members, s.configYAML)
 	}
+	for _, m := range s.members {
+		if err := r.applySandboxToken(ctx, m, sandboxSecretData(m, data[m.tokenKey()+SandboxKeySuffix], s.egressCA)); err != nil {
+			if err := s.isolate(m, err); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// applyGateway applies the gateway's claim (or, on a shared store, its
+// disruption budget), Deployment and Service.
+func (r *GarraServerReconciler) applyGateway(ctx context.Context, s *reconcileState) error {
+	gs := s.gs
 	if sharedStore(gs) {
 		if err := r.applySharedGateway(ctx, gs); err != nil {
 			return err
@@ -50,11 +70,11 @@ func (r *GarraServerReconciler) applyGateway(ctx context.Context, s *reconcileSt
 	} else if _, err := r.applyClaim(ctx, gatewayClaim(gs)); err != nil {
 		return err
 	}
-	dep := gatewayDeployment(gs, s.members, gatewayImage(gs, r.GarraImage), s.gatewayHash())
+	dep := gatewayDeployment(gs, anyEgressGateway(s.members), gatewayImage(gs, r.GarraImage), s.gatewayHash())
 	if _, err := applyIfChanged(ctx, r.Client, dep, &appsv1.Deployment{}, appsv1ac.ExtractDeployment); err != nil {
 		return err
 	}
-	_, err = applyIfChanged(ctx, r.Client, gatewayService(gs), &corev1.Service{}, corev1ac.ExtractService)
+	_, err := applyIfChanged(ctx, r.Client, gatewayService(gs, s.members), &corev1.Service{}, corev1ac.ExtractService)
 	return err
 }
 
@@ -73,17 +93,17 @@ func (r *GarraServerReconciler) applySharedGateway(ctx context.Context, gs *garr
 }
 
 // applyTokens writes NAME-gateway-tokens when what it should hold differs
-// from what it holds, then each member's sandbox token Secret from the
-// same lines, and notes the overlaps in progress for the status and the
-// requeue that retires them.
-func (r *GarraServerReconciler) applyTokens(ctx context.Context, s *reconcileState) error {
+// from what it holds, notes the overlaps in progress for the status and
+// the requeue that retires them, and returns the lines it holds, which
+// the members' sandbox token Secrets are written from.
+func (r *GarraServerReconciler) applyTokens(ctx context.Context, s *reconcileState) (map[string][]byte, error) {
 	gs := s.gs
 	var live *corev1.Secret
 	sec := &corev1.Secret{}
 	switch err := r.Get(ctx, client.ObjectKey{Namespace: gs.Namespace, Name: tokensName(gs)}, sec); {
 	case apierrors.IsNotFound(err):
 	case err != nil:
-		return fmt.Errorf("get Secret %s: %w", tokensName(gs), err)
+		return nil, fmt.Errorf("get Secret %s: %w", tokensName(gs), err)
 	default:
 		live = sec
 	}
@@ -95,19 +115,14 @@ func (r *GarraServerReconciler) applyTokens(ctx context.Context, s *reconcileSta
 	}
 	if !tokensSecretCurrent(gs, live, data, ann) {
 		if err := r.Apply(ctx, tokensSecret(gs, data, ann), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-			return fmt.Errorf("apply Secret %s: %w", tokensName(gs), err)
+			return nil, fmt.Errorf("apply Secret %s: %w", tokensName(gs), err)
 		}
 	}
-	for _, m := range s.members {
-		if err := r.applySandboxToken(ctx, m, data[m.tokenKey()+SandboxKeySuffix]); err != nil {
-			return err
-		}
-	}
-	return nil
+	return data, nil
 }
 
 // applySandboxToken writes m's sandbox token Secret when it differs.
-func (r *GarraServerReconciler) applySandboxToken(ctx context.Context, m member, lines []byte) error {
+func (r *GarraServerReconciler) applySandboxToken(ctx context.Context, m member, want map[string][]byte) error {
 	name := m.sandboxTokenName()
 	sec := &corev1.Secret{}
 	switch err := r.Get(ctx, client.ObjectKey{Namespace: m.at.Namespace, Name: name}, sec); {
@@ -116,11 +131,10 @@ func (r *GarraServerReconciler) applySandboxToken(ctx context.Context, m member,
 	case err != nil:
 		return fmt.Errorf("get Secret %s/%s: %w", m.at.Namespace, name, err)
 	}
-	want := map[string][]byte{KeySandboxToken: lines}
 	if secretCurrent(sec, m.at.Owner.UID, m.labels(), want, nil) {
 		return nil
 	}
-	if err := r.Apply(ctx, sandboxTokenSecret(m, lines), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	if err := r.Apply(ctx, sandboxTokenSecret(m, want), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply Secret %s/%s: %w", m.at.Namespace, name, err)
 	}
 	return nil
@@ -142,29 +156,66 @@ func (r *GarraServerReconciler) warnConfig(gs *garrav1alpha1.GarraServer, ms []m
 // claim, sandbox Deployment, Service and NetworkPolicy, in its namespace,
 // and for an idle-enabled one outside the server's namespace the Role that
 // lets the gateway wake it.
+//
+// An attached member's failure is its own (a team's ResourceQuota full, a
+// Service range exhausted): it is recorded for its status and retried
+// later, and the other members are applied all the same.
 func (r *GarraServerReconciler) applyOrchestrators(ctx context.Context, s *reconcileState) error {
-	gs := s.gs
 	for _, m := range s.members {
-		if _, err := applyIfChanged(ctx, r.Client, sandboxServiceAccount(m), &corev1.ServiceAccount{}, corev1ac.ExtractServiceAccount); err != nil {
-			return err
+		if s.yield(ctx) {
+			return nil
 		}
-		if _, err := r.applyClaim(ctx, workspaceClaim(m)); err != nil {
-			return err
+		if _, failed := s.memberFailed[m.ID]; failed {
+			continue
 		}
-		dep := sandboxDeployment(gs, m, resolveSandboxImages(gs, m, r.SandboxImage, r.GarraImage))
-		if _, err := applyIfChanged(ctx, r.Client, dep, &appsv1.Deployment{}, appsv1ac.ExtractDeployment); err != nil {
-			return err
-		}
-		if _, err := applyIfChanged(ctx, r.Client, sandboxService(m), &corev1.Service{}, corev1ac.ExtractService); err != nil {
-			return err
-		}
-		if _, err := applyIfChanged(ctx, r.Client, sandboxNetworkPolicy(m), &networkingv1.NetworkPolicy{}, networkingv1ac.ExtractNetworkPolicy); err != nil {
-			return err
-		}
-		if err := r.applyMemberWakeRole(ctx, m); err != nil {
-			return err
+		if err := r.applyMember(ctx, s, m); err != nil {
+			if err := s.isolate(m, err); err != nil {
+				return err
+			}
 		}
 	}
+	return nil
+}
+
+// applyMember applies one member's objects.
+func (r *GarraServerReconciler) applyMember(ctx context.Context, s *reconcileState, m member) error {
+	if _, err := applyIfChanged(ctx, r.Client, sandboxServiceAccount(m), &corev1.ServiceAccount{}, corev1ac.ExtractServiceAccount); err != nil {
+		return err
+	}
+	if _, err := r.applyClaim(ctx, workspaceClaim(m)); err != nil {
+		return err
+	}
+	dep := sandboxDeployment(m.gs, m, resolveSandboxImages(m.gs, m, r.SandboxImage, r.GarraImage), s.egressCA)
+	if _, err := applyIfChanged(ctx, r.Client, dep, &appsv1.Deployment{}, appsv1ac.ExtractDeployment); err != nil {
+		return err
+	}
+	if _, err := applyIfChanged(ctx, r.Client, sandboxService(m), &corev1.Service{}, corev1ac.ExtractService); err != nil {
+		return err
+	}
+	if _, err := applyIfChanged(ctx, r.Client, sandboxNetworkPolicy(m), &networkingv1.NetworkPolicy{}, networkingv1ac.ExtractNetworkPolicy); err != nil {
+		return err
+	}
+	return r.applyMemberWakeRole(ctx, m)
+}
+
+// MemberRetry is when a pass comes back for an attached Orchestrator whose
+// objects could not be written.
+const MemberRetry = 30 * time.Second
+
+// isolate is err for an inline member (the server's pass fails, as it
+// always has); for an attached one it is recorded as that member's
+// failure, the pass goes on and comes back in MemberRetry.
+func (s *reconcileState) isolate(m member, err error) error {
+	if !m.attached {
+		return err
+	}
+	if s.memberFailed == nil {
+		s.memberFailed = map[string]string{}
+	}
+	if _, ok := s.memberFailed[m.ID]; !ok {
+		s.memberFailed[m.ID] = oneLine(err.Error())
+	}
+	s.requeueAt(MemberRetry)
 	return nil
 }
 
@@ -210,6 +261,7 @@ func (r *GarraServerReconciler) removeStale(ctx context.Context, s *reconcileSta
 		// Only an attached member's wake Role carries its label.
 		&rbacv1.RoleList{}, &rbacv1.RoleBindingList{},
 	}
+lists:
 	for _, list := range lists {
 		if err := r.List(ctx, list,
 			client.MatchingLabels{LabelName: AppName, LabelInstance: gs.Name},
@@ -240,7 +292,14 @@ func (r *GarraServerReconciler) removeStale(ctx context.Context, s *reconcileSta
 				}
 				continue
 			}
+			if s.yield(ctx) {
+				// What was deleted so far is still reported below.
+				break lists
+			}
 			if err := r.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+				if s.yield(ctx) {
+					break lists
+				}
 				return fmt.Errorf("delete %T %s: %w", obj, obj.GetName(), err)
 			}
 			deleted[o] = append(deleted[o], kindOf(obj)+" "+obj.GetName())

@@ -40,7 +40,7 @@ func TestReconcileWritesStatusWhenAStepFails(t *testing.T) {
 	if ready == nil || ready.Status != "False" || ready.Reason != garrav1alpha1.ReasonApplyFailed {
 		t.Fatalf("Ready = %+v, want False/ApplyFailed", ready)
 	}
-	if !strings.HasPrefix(ready.Message, "apply identity: ") || !strings.Contains(ready.Message, "forbidden") {
+	if !strings.HasPrefix(ready.Message, "apply policy: ") || !strings.Contains(ready.Message, "forbidden") {
 		t.Errorf("Ready message %q does not name the step and the error", ready.Message)
 	}
 	if got.Status.ObservedGeneration != gs.Generation {

@@ -2,20 +2,24 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
 )
 
 // ensureSecrets creates the generated Secrets that do not exist: the
-// gateway's api-key (unless the spec names one) and each orchestrator's
-// token and sandbox-token. An existing one is never written, whatever it
-// holds; a bring-your-own Secret is only ever read.
+// gateway's api-key (unless the spec names one), each orchestrator's
+// token and sandbox-token, and the egress CA when a member needs it. An
+// existing one is never written, whatever it holds (only an egress CA of
+// the operator's own that no longer works is replaced); a bring-your-own
+// Secret is only ever read.
 func (r *GarraServerReconciler) ensureSecrets(ctx context.Context, s *reconcileState) error {
 	gs := s.gs
 	if gs.Spec.Gateway.APIKeySecretRef == nil {
@@ -29,10 +33,12 @@ func (r *GarraServerReconciler) ensureSecrets(ctx context.Context, s *reconcileS
 		if err := r.ensureSecret(ctx, s, m.at.Namespace, m.orchSecretName(), func() (*corev1.Secret, error) {
 			return orchestratorSecret(m, r.Rand)
 		}); err != nil {
-			return err
+			if err := s.isolate(m, err); err != nil {
+				return err
+			}
 		}
 	}
-	return nil
+	return r.ensureEgressCA(ctx, s)
 }
 
 func (r *GarraServerReconciler) ensureSecret(ctx context.Context, s *reconcileState, ns, name string, build func() (*corev1.Secret, error)) error {
@@ -112,7 +118,7 @@ func (s *reconcileState) remember(sec *corev1.Secret) {
 // purpose: the gateway reloads them live, and a new pod would cut every
 // team's calls in flight and reset every budget.
 func (s *reconcileState) gatewayHash() string {
-	return inputsHash(gatewayPodRefs(s.gs), s.values)
+	return inputsHash(gatewayPodRefs(s.gs, s.members), s.values)
 }
 
 func keyList(sec *corev1.Secret) string {
@@ -134,7 +140,23 @@ func keyList(sec *corev1.Secret) string {
 // is removed once the tokens Secret holds the new values (ackRotation), so
 // annotating again rotates again; a name that is no orchestrator of the
 // spec is reported in a Warning event and ignored.
+//
+// An attached Orchestrator asks for its own with the same annotation on
+// itself (a team cannot annotate the server): any value rotates it, and
+// it is removed the same way.
 func (r *GarraServerReconciler) rotateTokens(ctx context.Context, s *reconcileState) error {
+	for _, m := range s.members {
+		if !m.attached {
+			continue
+		}
+		if _, ok := m.ob.Annotations[garrav1alpha1.AnnotationRotateToken]; !ok {
+			continue
+		}
+		if err := r.replaceOrchSecret(ctx, s, m); err != nil {
+			return err
+		}
+		s.rotatedAttached = append(s.rotatedAttached, m.ob)
+	}
 	val, ok := s.gs.Annotations[garrav1alpha1.AnnotationRotateToken]
 	if !ok {
 		return nil
@@ -195,6 +217,11 @@ func (r *GarraServerReconciler) replaceOrchSecret(ctx context.Context, s *reconc
 	s.remember(sec)
 	r.event(s.gs, false, garrav1alpha1.EventTokenRotated, "Rotate", "orchestrator %s: new tokens in Secret %s; the previous ones stay valid for %s",
 		m.ID, name, tokenGrace(s.gs))
+	if m.attached && r.Recorder != nil {
+		// The team reads its own namespace's events, not the server's.
+		r.Recorder.Eventf(m.ob, nil, corev1.EventTypeNormal, garrav1alpha1.EventTokenRotated, "Rotate",
+			"new tokens in Secret %s; the previous ones stay valid for %s", name, tokenGrace(s.gs))
+	}
 	return nil
 }
 
@@ -202,14 +229,40 @@ func (r *GarraServerReconciler) replaceOrchSecret(ctx context.Context, s *reconc
 // optimistic lock makes a value written meanwhile survive, to be handled
 // on the next pass.
 func (r *GarraServerReconciler) ackRotation(ctx context.Context, s *reconcileState) error {
+	for _, ob := range s.rotatedAttached {
+		s.acked = true
+		if err := r.Patch(ctx, ob, client.RawPatch(types.JSONPatchType, unannotatePatch(ob))); err != nil && !apierrors.IsInvalid(err) {
+			// The rotation is done; only the annotation stays, and the
+			// next pass would rotate again: say so on the Orchestrator.
+			if err := s.isolate(attachedMember(s.gs, ob), fmt.Errorf("remove annotation %s: %w", garrav1alpha1.AnnotationRotateToken, err)); err != nil {
+				return err
+			}
+		}
+	}
+	s.rotatedAttached = nil
 	if !s.rotateAck {
 		return nil
 	}
-	old := s.gs.DeepCopy()
-	delete(s.gs.Annotations, garrav1alpha1.AnnotationRotateToken)
-	if err := r.Patch(ctx, s.gs, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})); err != nil {
+	// The same test-and-remove as for an Orchestrator: a lock on the
+	// resourceVersion failed whenever the server changed since this pass
+	// read it (its status, a label), the pass was retried, and the retry
+	// rotated a second time, ending the first rotation's overlap at once.
+	if err := r.Patch(ctx, s.gs, client.RawPatch(types.JSONPatchType, unannotatePatch(s.gs))); err != nil && !apierrors.IsInvalid(err) {
 		return fmt.Errorf("remove annotation %s: %w", garrav1alpha1.AnnotationRotateToken, err)
 	}
 	s.rotateAck = false
+	s.acked = true
 	return nil
+}
+
+// unannotatePatch removes the rotate-token annotation from ob if it still
+// holds the value this pass handled. Statuses change an object's
+// resourceVersion all the time (an Orchestrator's is written by its own
+// controller), so the value is what is compared, not the version: a value
+// written meanwhile fails the test (Invalid), survives, and is handled on
+// the next pass.
+func unannotatePatch(ob client.Object) []byte {
+	path := "/metadata/annotations/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(garrav1alpha1.AnnotationRotateToken)
+	val, _ := json.Marshal(ob.GetAnnotations()[garrav1alpha1.AnnotationRotateToken])
+	return []byte(`[{"op":"test","path":"` + path + `","value":` + string(val) + `},{"op":"remove","path":"` + path + `"}]`)
 }

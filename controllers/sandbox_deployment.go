@@ -87,7 +87,12 @@ func resolveSandboxImages(gs *garrav1alpha1.GarraServer, m member, defSandbox, d
 // from there, HOME is an emptyDir of its own and the working directory
 // is the workspace; uid, fsGroup and the security context are the same
 // operator-chosen ones whatever USER the image names.
-func sandboxDeployment(gs *garrav1alpha1.GarraServer, m member, img sandboxImages) *appsv1ac.DeploymentApplyConfiguration {
+//
+// With egress: gateway it also gets the proxy's address and the gateway
+// CA's certificate (from the same Secret of its own), and its template
+// carries that certificate's hash: the sandbox builds its trust bundle at
+// start. The credentials themselves never come here.
+func sandboxDeployment(gs *garrav1alpha1.GarraServer, m member, img sandboxImages, egressCA []byte) *appsv1ac.DeploymentApplyConfiguration {
 	lbl := m.labels()
 	byo := img.Garra != ""
 
@@ -113,6 +118,15 @@ func sandboxDeployment(gs *garrav1alpha1.GarraServer, m member, img sandboxImage
 	if res := resources(m.Sandbox.Resources); res != nil {
 		container.WithResources(res)
 	}
+	tokenFiles := []*corev1ac.KeyToPathApplyConfiguration{corev1ac.KeyToPath().WithKey(KeySandboxToken).WithPath(KeySandboxToken)}
+	hash := ""
+	if egressGateway(m) {
+		container.WithEnv(
+			corev1ac.EnvVar().WithName(EnvEgressProxy).WithValue(EgressProxyURL(gs)),
+			corev1ac.EnvVar().WithName(EnvEgressCAFile).WithValue(EgressCAFile))
+		tokenFiles = append(tokenFiles, corev1ac.KeyToPath().WithKey(KeyEgressCA).WithPath(KeyEgressCA))
+		hash = egressCAHash(egressCA)
+	}
 
 	pod := corev1ac.PodSpec().
 		WithServiceAccountName(m.sandboxName()).
@@ -127,7 +141,7 @@ func sandboxDeployment(gs *garrav1alpha1.GarraServer, m member, img sandboxImage
 				WithDefaultMode(SecretFileMode).
 				WithSources(corev1ac.VolumeProjection().WithSecret(corev1ac.SecretProjection().
 					WithName(m.sandboxTokenName()).
-					WithItems(corev1ac.KeyToPath().WithKey(KeySandboxToken).WithPath(KeySandboxToken))))),
+					WithItems(tokenFiles...)))),
 		).
 		WithTerminationGracePeriodSeconds(terminationGrace(gs))
 	if byo {
@@ -151,9 +165,10 @@ func sandboxDeployment(gs *garrav1alpha1.GarraServer, m member, img sandboxImage
 	pod.WithContainers(container)
 	placeSandbox(pod, m.Sandbox)
 
-	// No inputs hash: nothing this pod reads only at start comes from a
-	// Secret, so a rotation or a policy change never restarts it.
-	dep := singlePodDeployment(m.at, m.sandboxName(), lbl, "", pod)
+	// No inputs hash but the egress CA's: nothing else this pod reads only
+	// at start comes from a Secret, so a rotation, a credential or a
+	// policy change never restarts it.
+	dep := singlePodDeployment(m.at, m.sandboxName(), lbl, hash, pod)
 	if idleTimeout(m.OrchestratorSettings) > 0 {
 		// Replicas belong to the idle clock (suspendIdle, the gateway's
 		// wake), not to the apply.

@@ -25,7 +25,7 @@ func TestSandboxDeployment(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.orch, func(t *testing.T) {
 			o := findOrch(t, gs, tc.orch)
-			d := typed[appsv1.Deployment](t, sandboxDeployment(gs, inlineMember(gs, o), resolveSandboxImages(gs, inlineMember(gs, o), tc.defImage, "garra:gw")))
+			d := typed[appsv1.Deployment](t, sandboxDeployment(gs, inlineMember(gs, o), resolveSandboxImages(gs, inlineMember(gs, o), tc.defImage, "garra:gw"), nil))
 			name := "team-a-sandbox-" + tc.orch
 			if d.Name != name || d.Namespace != "agents" {
 				t.Errorf("name = %s/%s", d.Namespace, d.Name)
@@ -39,7 +39,7 @@ func TestSandboxDeployment(t *testing.T) {
 			eqMap(t, "pod annotations", d.Spec.Template.Annotations, map[string]string{})
 
 			pod := d.Spec.Template.Spec
-			checkRestricted(t, pod)
+			checkRestricted(t, pod, false)
 			if pod.ServiceAccountName != name {
 				t.Errorf("service account = %q", pod.ServiceAccountName)
 			}
@@ -225,7 +225,7 @@ func TestSandboxPlacement(t *testing.T) {
 			gs := testServer()
 			o := gs.Spec.Orchestrators[0]
 			o.Sandbox = tc.sandbox
-			pod := typed[appsv1.Deployment](t, sandboxDeployment(gs, inlineMember(gs, o), sandboxImages{Sandbox: "img"})).Spec.Template.Spec
+			pod := typed[appsv1.Deployment](t, sandboxDeployment(gs, inlineMember(gs, o), sandboxImages{Sandbox: "img"}, nil)).Spec.Template.Spec
 			if !reflect.DeepEqual(pod.RuntimeClassName, tc.want.RuntimeClassName) {
 				t.Errorf("runtimeClassName = %v, want %v", pod.RuntimeClassName, tc.want.RuntimeClassName)
 			}
@@ -249,7 +249,7 @@ func TestSandboxRequiredTools(t *testing.T) {
 		t.Errorf("no required tools, yet %v", base)
 	}
 	o.Sandbox.RequiredTools = []string{"go", "node", "make"}
-	c := typed[appsv1.Deployment](t, sandboxDeployment(gs, inlineMember(gs, o), sandboxImages{Sandbox: "img"})).Spec.Template.Spec.Containers[0]
+	c := typed[appsv1.Deployment](t, sandboxDeployment(gs, inlineMember(gs, o), sandboxImages{Sandbox: "img"}, nil)).Spec.Template.Spec.Containers[0]
 	if want := append(slices.Clone(base), "--required-tools=go,node,make"); !slices.Equal(c.Command, want) {
 		t.Errorf("command = %v, want %v", c.Command, want)
 	}

@@ -100,10 +100,16 @@ func wakeRole(gs *garrav1alpha1.GarraServer, names []string) *rbacv1ac.RoleApply
 }
 
 func wakeRoleBinding(gs *garrav1alpha1.GarraServer) *rbacv1ac.RoleBindingApplyConfiguration {
-	return rbacv1ac.RoleBinding(wakeRoleName(gs), gs.Namespace).
+	return gatewayRoleBinding(gs, wakeRoleName(gs))
+}
+
+// gatewayRoleBinding binds the Role role of gs's namespace, of the same
+// name, to the gateway's ServiceAccount.
+func gatewayRoleBinding(gs *garrav1alpha1.GarraServer, role string) *rbacv1ac.RoleBindingApplyConfiguration {
+	return rbacv1ac.RoleBinding(role, gs.Namespace).
 		WithLabels(labels(gs, ComponentGateway, "")).
 		WithOwnerReferences(ownerRefs(gs)...).
-		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(wakeRoleName(gs))).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(role)).
 		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(gatewayName(gs)).WithNamespace(gs.Namespace))
 }
 

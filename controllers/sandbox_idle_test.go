@@ -61,11 +61,11 @@ func TestIdleSandboxRendering(t *testing.T) {
 	gs.Spec.Orchestrators[0].Sandbox.IdleTimeout = &metav1.Duration{Duration: 15 * time.Minute}
 	idleName := sandboxName(gs, gs.Spec.Orchestrators[0].Name)
 
-	dep := sandboxDeployment(gs, inlineMember(gs, gs.Spec.Orchestrators[0]), sandboxImages{Sandbox: "sbx:1"})
+	dep := sandboxDeployment(gs, inlineMember(gs, gs.Spec.Orchestrators[0]), sandboxImages{Sandbox: "sbx:1"}, nil)
 	if dep.Spec.Replicas != nil {
 		t.Errorf("idle sandbox apply sets replicas %d", *dep.Spec.Replicas)
 	}
-	dep = sandboxDeployment(gs, inlineMember(gs, gs.Spec.Orchestrators[1]), sandboxImages{Sandbox: "sbx:1"})
+	dep = sandboxDeployment(gs, inlineMember(gs, gs.Spec.Orchestrators[1]), sandboxImages{Sandbox: "sbx:1"}, nil)
 	if dep.Spec.Replicas == nil || *dep.Spec.Replicas != 1 {
 		t.Errorf("always-on sandbox replicas %v, want 1", dep.Spec.Replicas)
 	}
@@ -78,7 +78,7 @@ func TestIdleSandboxRendering(t *testing.T) {
 		t.Errorf("always-on sandbox has wake %+v", w)
 	}
 
-	gw := typed[appsv1.Deployment](t, gatewayDeployment(gs, inlineMembers(gs), "garra:test", ""))
+	gw := typed[appsv1.Deployment](t, gatewayDeployment(gs, false, "garra:test", ""))
 	if a := gw.Spec.Template.Spec.AutomountServiceAccountToken; a == nil || !*a {
 		t.Error("the gateway cannot wake a sandbox without its API credential")
 	}

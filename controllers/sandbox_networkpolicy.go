@@ -33,6 +33,12 @@ var NonPublicIPv4 = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "1
 //     also closes DNS as an exfiltration channel.
 //   - internet: public IPv4 (NonPublicIPv4 excluded) plus DNS (UDP and TCP
 //     53) to kube-dns in kube-system.
+//   - gateway: only this GarraServer's gateway pods, in the server's
+//     namespace (named by its kubernetes.io/metadata.name label, so the
+//     rule reads the same for an attached member elsewhere), on the egress
+//     proxy's port, plus DNS to kube-dns to resolve the gateway's Service.
+//     Every other destination, the public internet included, is reached
+//     through the proxy or not at all.
 func sandboxNetworkPolicy(m member) *networkingv1ac.NetworkPolicyApplyConfiguration {
 	tcp, udp := corev1.ProtocolTCP, corev1.ProtocolUDP
 	gateway := networkingv1ac.NetworkPolicyPeer().
@@ -46,18 +52,29 @@ func sandboxNetworkPolicy(m member) *networkingv1ac.NetworkPolicyApplyConfigurat
 		WithIngress(networkingv1ac.NetworkPolicyIngressRule().
 			WithFrom(gateway).
 			WithPorts(networkingv1ac.NetworkPolicyPort().WithProtocol(tcp).WithPort(intstr.FromInt32(SandboxPort))))
-	if m.Sandbox.Egress == garrav1alpha1.EgressInternet {
+	dns := networkingv1ac.NetworkPolicyEgressRule().
+		WithTo(networkingv1ac.NetworkPolicyPeer().
+			WithNamespaceSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{namespaceNameLabel: "kube-system"})).
+			WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{"k8s-app": "kube-dns"}))).
+		WithPorts(
+			networkingv1ac.NetworkPolicyPort().WithProtocol(udp).WithPort(intstr.FromInt32(53)),
+			networkingv1ac.NetworkPolicyPort().WithProtocol(tcp).WithPort(intstr.FromInt32(53)))
+	switch m.Sandbox.Egress {
+	case garrav1alpha1.EgressInternet:
 		spec.WithEgress(
 			networkingv1ac.NetworkPolicyEgressRule().
 				WithTo(networkingv1ac.NetworkPolicyPeer().
 					WithIPBlock(networkingv1ac.IPBlock().WithCIDR(PublicIPv4).WithExcept(NonPublicIPv4...))),
+			dns,
+		)
+	case garrav1alpha1.EgressGateway:
+		spec.WithEgress(
 			networkingv1ac.NetworkPolicyEgressRule().
 				WithTo(networkingv1ac.NetworkPolicyPeer().
-					WithNamespaceSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{namespaceNameLabel: "kube-system"})).
-					WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{"k8s-app": "kube-dns"}))).
-				WithPorts(
-					networkingv1ac.NetworkPolicyPort().WithProtocol(udp).WithPort(intstr.FromInt32(53)),
-					networkingv1ac.NetworkPolicyPort().WithProtocol(tcp).WithPort(intstr.FromInt32(53))),
+					WithNamespaceSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{namespaceNameLabel: m.gs.Namespace})).
+					WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(labels(m.gs, ComponentGateway, "")))).
+				WithPorts(networkingv1ac.NetworkPolicyPort().WithProtocol(tcp).WithPort(intstr.FromInt32(EgressPort))),
+			dns,
 		)
 	}
 	return networkingv1ac.NetworkPolicy(m.sandboxName(), m.at.Namespace).

@@ -67,3 +67,46 @@ func TestSandboxNetworkPolicy(t *testing.T) {
 		})
 	}
 }
+
+// With egress: gateway the sandbox reaches the gateway's pods on the
+// proxy's port, in the server's namespace (also from another namespace),
+// and kube-dns; nothing else, the internet included.
+func TestSandboxNetworkPolicyEgressGateway(t *testing.T) {
+	gs, ms := egressServer()
+	for _, m := range []member{ms[0], ms[2]} {
+		t.Run(m.ID, func(t *testing.T) {
+			np := typed[networkingv1.NetworkPolicy](t, sandboxNetworkPolicy(m))
+			if np.Namespace != m.at.Namespace {
+				t.Errorf("namespace = %s", np.Namespace)
+			}
+			if len(np.Spec.Egress) != 2 {
+				t.Fatalf("egress = %+v", np.Spec.Egress)
+			}
+			gw := np.Spec.Egress[0]
+			if len(gw.To) != 1 || gw.To[0].IPBlock != nil || gw.To[0].NamespaceSelector == nil || gw.To[0].PodSelector == nil {
+				t.Fatalf("gateway rule = %+v", gw)
+			}
+			eqMap(t, "gateway namespace", gw.To[0].NamespaceSelector.MatchLabels, map[string]string{"kubernetes.io/metadata.name": gs.Namespace})
+			eqMap(t, "gateway pods", gw.To[0].PodSelector.MatchLabels, gatewayLabels())
+			if len(gw.Ports) != 1 || *gw.Ports[0].Protocol != corev1.ProtocolTCP || gw.Ports[0].Port.IntVal != 3128 {
+				t.Errorf("gateway ports = %+v", gw.Ports)
+			}
+			dns := np.Spec.Egress[1]
+			if len(dns.To) != 1 || dns.To[0].NamespaceSelector == nil || dns.To[0].IPBlock != nil {
+				t.Fatalf("dns rule = %+v", dns)
+			}
+			eqMap(t, "dns namespace", dns.To[0].NamespaceSelector.MatchLabels, map[string]string{"kubernetes.io/metadata.name": "kube-system"})
+			eqMap(t, "dns pods", dns.To[0].PodSelector.MatchLabels, map[string]string{"k8s-app": "kube-dns"})
+			for _, r := range np.Spec.Egress {
+				for _, p := range r.To {
+					if p.IPBlock != nil {
+						t.Errorf("an address block: %+v", p.IPBlock)
+					}
+				}
+				if len(r.Ports) == 0 {
+					t.Errorf("a rule without ports: %+v", r)
+				}
+			}
+		})
+	}
+}

@@ -138,7 +138,7 @@ var _ = Describe("Sandbox pod settings", func() {
 		Expect(plain.Spec.InitContainers).To(BeEmpty())
 		Expect(plain.Spec.Containers[0].Image).To(Equal(testImages[1]))
 		Expect(plain.Spec.Containers[0].Command[0]).To(Equal("garra"))
-		checkRestricted(GinkgoT(), own.Spec)
+		checkRestricted(GinkgoT(), own.Spec, false)
 
 		By("both pods pass the restricted admission, in a server-side dry run")
 		Expect(dryRunPod(ns, "own-image", own)).To(Succeed())

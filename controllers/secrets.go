@@ -132,14 +132,22 @@ func gatewayEnvRefs(gs *garrav1alpha1.GarraServer) []envRef {
 }
 
 // gatewayPodRefs are the Secret keys the gateway pod template itself
-// refers to: the owner key (a file of its own volume) and the variables.
-// Their values are pod template inputs: the LLM, Brave and Telegram keys
-// are read from the environment once, at start, and the owner key's
-// reference is in the volume, so a change of either needs a new process.
-func gatewayPodRefs(gs *garrav1alpha1.GarraServer) []secretRef {
+// refers to: the owner key (a file of its own volume), the variables, and
+// the CAs of the egress proxy. Their values are pod template inputs: the
+// LLM, Brave and Telegram keys are read from the environment once, at
+// start, the owner key's reference is in the volume, and the CAs are read
+// at start (the system pool, the proxy's signer), so a change of any needs
+// a new process.
+func gatewayPodRefs(gs *garrav1alpha1.GarraServer, ms []member) []secretRef {
 	refs := []secretRef{gatewayAPIKeyRef(gs)}
 	for _, er := range gatewayEnvRefs(gs) {
 		refs = append(refs, er.Ref)
+	}
+	if anyEgressGateway(ms) {
+		refs = append(refs, egressCARef(gs))
+	}
+	if ref, ok := trustedCARef(gs); ok {
+		refs = append(refs, ref)
 	}
 	return refs
 }
@@ -148,20 +156,50 @@ func gatewayPodRefs(gs *garrav1alpha1.GarraServer) []secretRef {
 // through NAME-gateway-tokens: what must exist for it to serve everyone of
 // ms.
 func gatewaySecretRefs(gs *garrav1alpha1.GarraServer, ms []member) []secretRef {
-	refs := gatewayPodRefs(gs)
+	refs := gatewayPodRefs(gs, ms)
 	for _, m := range ms {
 		refs = append(refs, memberSecretRefs(m)...)
 	}
 	return refs
 }
 
-// memberSecretRefs are the keys of m's tokens.
+// memberSecretRefs are the keys of m's tokens and credentials.
 func memberSecretRefs(m member) []secretRef {
 	var refs []secretRef
 	if usesToken(m.OrchestratorSettings) {
 		refs = append(refs, orchTokenRef(m))
 	}
-	return append(refs, sandboxTokenRef(m))
+	refs = append(refs, sandboxTokenRef(m))
+	return append(refs, credentialRefs(m)...)
+}
+
+// serverMissing is the part of missing that counts on the server's own
+// status: keys the gateway needs whoever calls (its pod's Secrets) and keys
+// of the inline entries, which the platform writes. An attached
+// Orchestrator's keys are its team's: the gateway refuses only that
+// orchestrator while one is missing, so its own status says so, and one
+// team cannot flip the platform's GatewayReady. Membership decides, not
+// the namespace: an attached Orchestrator may share the server's. A key
+// both name counts on the server, under the server's own field.
+func serverMissing(gs *garrav1alpha1.GarraServer, ms []member, missing []secretRef) []secretRef {
+	own := map[secretRef]bool{}
+	for _, ref := range gatewayPodRefs(gs, ms) {
+		own[ref] = true
+	}
+	for _, m := range ms {
+		if !m.attached {
+			for _, ref := range memberSecretRefs(m) {
+				own[ref] = true
+			}
+		}
+	}
+	var out []secretRef
+	for _, ref := range missing {
+		if own[ref] {
+			out = append(out, ref)
+		}
+	}
+	return out
 }
 
 // ReferencedSecretNames are the Secrets gs names in its spec (not the

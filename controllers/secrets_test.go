@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
 )
@@ -125,7 +126,7 @@ func TestGatewaySecretRefs(t *testing.T) {
 				all = append(all, er.Ref.String())
 			}
 			var pod []string
-			for _, r := range gatewayPodRefs(gs) {
+			for _, r := range gatewayPodRefs(gs, inlineMembers(gs)) {
 				pod = append(pod, r.String())
 			}
 			if !slices.Equal(pod, all) {
@@ -173,5 +174,73 @@ func TestInputsHash(t *testing.T) {
 	unrelated := inputsHash(refs, map[string][]byte{"a/k": []byte("1"), "b/k": []byte("2"), "c/k": []byte("x")})
 	if unrelated != base {
 		t.Error("a key no pod reads changed the hash")
+	}
+}
+
+// A missing key counts on the server's GatewayReady when the server or an
+// inline entry names it, never when only an attached Orchestrator does,
+// whatever namespace that Orchestrator is in.
+func TestServerMissing(t *testing.T) {
+	gs := testServer()
+	team := &garrav1alpha1.Orchestrator{ObjectMeta: metav1.ObjectMeta{Name: "ci", Namespace: "team", UID: "uid-ci"}}
+	team.Spec.TokenSecretRef = &garrav1alpha1.SecretKeySelector{Name: "ci-token", Key: "token"}
+	team.Spec.Credentials = []garrav1alpha1.CredentialSpec{{Name: "tickets", SecretRef: garrav1alpha1.SecretKeySelector{Name: "tickets", Key: "api-key"},
+		Hosts: []string{"tickets.example.com"}}}
+	team.Spec.Sandbox.Egress = garrav1alpha1.EgressGateway
+	// An Orchestrator in the server's own namespace (from: Same): its refs
+	// carry no namespace, as the server's do.
+	same := &garrav1alpha1.Orchestrator{ObjectMeta: metav1.ObjectMeta{Name: "ops", Namespace: gs.Namespace, UID: "uid-ops"}}
+	same.Spec.TokenSecretRef = &garrav1alpha1.SecretKeySelector{Name: "ops-token", Key: "token"}
+	// One naming the very key an inline entry names.
+	shared := &garrav1alpha1.Orchestrator{ObjectMeta: metav1.ObjectMeta{Name: "copy", Namespace: gs.Namespace, UID: "uid-copy"}}
+	shared.Spec.TokenSecretRef = &garrav1alpha1.SecretKeySelector{Name: "n8n-token", Key: "token"}
+	ms := append(inlineMembers(gs), attachedMember(gs, team), attachedMember(gs, same), attachedMember(gs, shared))
+
+	// missing is what readSecrets records when the Secrets named are absent.
+	missing := func(absent ...string) []secretRef {
+		var out []secretRef
+		for _, ref := range gatewaySecretRefs(gs, ms) {
+			if slices.Contains(absent, ref.Secret) {
+				out = append(out, ref)
+			}
+		}
+		return out
+	}
+	tests := []struct {
+		name   string
+		absent []string
+		want   []string // fields counted on the server
+	}{
+		{"nothing missing", nil, nil},
+		{"the LLM key", []string{"llm-keys"}, []string{"spec.llm.apiKeySecretRef"}},
+		{"an inline entry's token", []string{"n8n-token"}, []string{"spec.orchestrators[n8n-prod].tokenSecretRef"}},
+		{"a team's token, in its namespace", []string{"ci-token"}, nil},
+		{"a team's credential", []string{"tickets"}, nil},
+		{"a token of an Orchestrator in the server's namespace", []string{"ops-token"}, nil},
+		{"attached and server keys together", []string{"ci-token", "ops-token", "llm-keys"}, []string{"spec.llm.apiKeySecretRef"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := missing(tc.absent...)
+			if len(tc.absent) > 0 && len(in) == 0 {
+				t.Fatalf("the fixture names none of %v", tc.absent)
+			}
+			var got []string
+			for _, ref := range serverMissing(gs, ms, in) {
+				got = append(got, ref.Field)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("counted on the server: %q, want %q", got, tc.want)
+			}
+		})
+	}
+	// The inline entry's key, named by an attached one too, counts on the
+	// server once, under the server's field.
+	in := missing("n8n-token")
+	if len(in) != 2 {
+		t.Fatalf("readSecrets records %d refs for a key two members name, want 2: %+v", len(in), in)
+	}
+	if got := serverMissing(gs, ms, in); len(got) != 1 || got[0].Field != "spec.orchestrators[n8n-prod].tokenSecretRef" {
+		t.Errorf("shared key: %+v", got)
 	}
 }

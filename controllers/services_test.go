@@ -15,7 +15,7 @@ func TestServices(t *testing.T) {
 		wantLabels map[string]string
 		wantPort   int32
 	}{
-		{"gateway", typed[corev1.Service](t, gatewayService(gs)), "team-a-gateway", gatewayLabels(), 3888},
+		{"gateway", typed[corev1.Service](t, gatewayService(gs, inlineMembers(gs))), "team-a-gateway", gatewayLabels(), 3888},
 		{"sandbox", typed[corev1.Service](t, sandboxService(inlineMember(gs, gs.Spec.Orchestrators[0]))), "team-a-sandbox-badgood", sandboxLabels("badgood"), 8080},
 	}
 	for _, tc := range tests {

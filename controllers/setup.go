@@ -13,10 +13,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
@@ -110,6 +114,7 @@ func Setup(mgr ctrl.Manager, images Images, opts ...Option) error {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	r := &GarraServerReconciler{
+		Reports:         newMemberReports(),
 		Client:          mgr.GetClient(),
 		APIReader:       mgr.GetAPIReader(),
 		Recorder:        mgr.GetEventRecorder(FieldOwner),
@@ -126,7 +131,7 @@ func Setup(mgr ctrl.Manager, images Images, opts ...Option) error {
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return (&OrchestratorReconciler{Client: mgr.GetClient(), SandboxImage: images.Sandbox, WatchNamespaces: r.WatchNamespaces}).
+	return (&OrchestratorReconciler{Client: mgr.GetClient(), SandboxImage: images.Sandbox, WatchNamespaces: r.WatchNamespaces, Reports: r.Reports}).
 		SetupWithManager(mgr)
 }
 
@@ -172,19 +177,30 @@ func (r *GarraServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&rbacv1.RoleBinding{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretToServers)).
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(byInstanceLabel)).
-		Watches(&garrav1alpha1.Orchestrator{}, handler.EnqueueRequestsFromMapFunc(orchestratorToServer)).
+		// Its status is the Orchestrator controller's, written from this
+		// reconciler's own reports: an update of it alone is no news here.
+		Watches(&garrav1alpha1.Orchestrator{}, orchestratorToServers(),
+			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Complete(r)
 }
 
 // SetupWithManager registers the Orchestrator status controller: it
-// watches Orchestrators, their servers (a rule or inline entry changed),
-// their namespaces (labels changed) and their sandbox Deployments.
+// watches Orchestrators, their servers' specs (a rule or inline entry
+// changed; their status changes on every probe and would wake every
+// Orchestrator for nothing), their namespaces (labels changed), the
+// Secrets they name (a credential's appeared or went), their sandbox
+// Deployments and the server reconciler's reports.
 func (r *OrchestratorReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(OrchestratorControllerName).
 		For(&garrav1alpha1.Orchestrator{}).
 		Owns(&appsv1.Deployment{}).
-		Watches(&garrav1alpha1.GarraServer{}, handler.EnqueueRequestsFromMapFunc(r.serverToOrchestrators))
+		Watches(&garrav1alpha1.GarraServer{}, handler.EnqueueRequestsFromMapFunc(r.serverToOrchestrators),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretToOrchestrators))
+	if r.Reports != nil {
+		b = b.WatchesRawSource(r.Reports.source())
+	}
 	if len(r.WatchNamespaces) == 0 {
 		b = b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceToOrchestrators))
 	}
@@ -196,6 +212,17 @@ func (r *OrchestratorReconciler) serverToOrchestrators(ctx context.Context, o cl
 	var list garrav1alpha1.OrchestratorList
 	if err := r.List(ctx, &list, client.MatchingFields{serverRefIndex: client.ObjectKeyFromObject(o).String()}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "list Orchestrators naming a GarraServer", "server", client.ObjectKeyFromObject(o))
+		return nil
+	}
+	return requestsFor(list.Items)
+}
+
+// secretToOrchestrators maps a Secret to the Orchestrators of its
+// namespace that name it (a credential appearing changes their status).
+func (r *OrchestratorReconciler) secretToOrchestrators(ctx context.Context, o client.Object) []reconcile.Request {
+	var list garrav1alpha1.OrchestratorList
+	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{secretRefIndex: o.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list Orchestrators naming a Secret", "secret", o.GetName())
 		return nil
 	}
 	return requestsFor(list.Items)
@@ -238,9 +265,30 @@ func (r *GarraServerReconciler) namespaceToServers(ctx context.Context, o client
 	return reqs
 }
 
-// orchestratorToServer maps an Orchestrator to the server it names.
-func orchestratorToServer(_ context.Context, o client.Object) []reconcile.Request {
-	return []reconcile.Request{{NamespacedName: serverKey(o.(*garrav1alpha1.Orchestrator))}}
+// orchestratorToServers maps an Orchestrator to the server it names and,
+// when its serverRef changed, to the one it named before, which must let
+// it go.
+func orchestratorToServers() handler.EventHandler {
+	key := func(o client.Object) reconcile.Request {
+		return reconcile.Request{NamespacedName: serverKey(o.(*garrav1alpha1.Orchestrator))}
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			q.Add(key(e.Object))
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			q.Add(key(e.Object))
+		},
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			q.Add(key(e.Object))
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			q.Add(key(e.ObjectNew))
+			if old := key(e.ObjectOld); old != key(e.ObjectNew) {
+				q.Add(old)
+			}
+		},
+	}
 }
 
 // byServerLabel maps an attached Orchestrator's object to its server,

@@ -36,6 +36,8 @@ type observed struct {
 	tokenReview string
 	// verified is the gateway's report on its sandboxes (nil: not asked).
 	verified *verification
+	// attached is the summary of the Orchestrators naming it.
+	attached *garrav1alpha1.AttachedOrchestratorsStatus
 }
 
 // available reports whether d has an available replica.
@@ -68,6 +70,7 @@ func computeStatus(gs *garrav1alpha1.GarraServer, w observed) garrav1alpha1.Garr
 			WorkspaceClaim:  m.workspaceName(),
 			SandboxEndpoint: m.sandboxURL(),
 			TokenRotation:   rotationStatus(w.rotations, m.ID),
+			Quota:           effectiveQuota(gs.Spec.Gateway.Quota, m.Quota),
 		}
 		row.Suspended, row.LastCall = sleepStatus(m, d)
 		if w.verified != nil {
@@ -76,6 +79,7 @@ func computeStatus(gs *garrav1alpha1.GarraServer, w observed) garrav1alpha1.Garr
 		}
 		st.Orchestrators = append(st.Orchestrators, row)
 	}
+	st.AttachedOrchestrators = w.attached
 	st.ConfigHash = w.configHash
 	if st.ConfigHash == "" {
 		st.ConfigHash = gs.Status.ConfigHash
@@ -110,7 +114,11 @@ func computeStatus(gs *garrav1alpha1.GarraServer, w observed) garrav1alpha1.Garr
 	case len(w.missing) > 0:
 		parts := make([]string, 0, len(w.missing))
 		for _, m := range w.missing {
-			parts = append(parts, fmt.Sprintf("Secret %s key %s (%s)", m.Secret, m.Key, m.Field))
+			name := m.Secret
+			if m.Namespace != "" {
+				name = m.Namespace + "/" + m.Secret
+			}
+			parts = append(parts, fmt.Sprintf("Secret %s key %s (%s)", name, m.Key, m.Field))
 		}
 		set(garrav1alpha1.ConditionGatewayReady, false, garrav1alpha1.ReasonSecretMissing, "not found: "+strings.Join(parts, ", "))
 	case available(w.gateway):
@@ -159,7 +167,7 @@ func computeStatus(gs *garrav1alpha1.GarraServer, w observed) garrav1alpha1.Garr
 // turning to InvalidSpec or SecretMissing, and orchestrators that are new.
 func (r *GarraServerReconciler) writeStatus(ctx context.Context, s *reconcileState) error {
 	gs := s.gs
-	w := observed{sandboxes: map[string]*appsv1.Deployment{}, missing: s.missing, invalid: s.invalid, failed: s.failed, rotations: s.rotations, tokenReview: s.tokenReview}
+	w := observed{sandboxes: map[string]*appsv1.Deployment{}, missing: serverMissing(gs, s.members, s.missing), invalid: s.invalid, failed: s.failed, rotations: s.rotations, tokenReview: s.tokenReview}
 	var err error
 	if w.gateway, err = r.deployment(ctx, gs.Namespace, gatewayName(gs)); err != nil {
 		return err
@@ -178,8 +186,28 @@ func (r *GarraServerReconciler) writeStatus(ctx context.Context, s *reconcileSta
 		}
 		w.sandboxes[o.Name] = d
 	}
+	// Attached sandboxes by identity, which has a '/' no inline name has.
+	for _, m := range s.members {
+		if !m.attached {
+			continue
+		}
+		d, err := r.deployment(ctx, m.at.Namespace, m.sandboxName())
+		if err != nil {
+			return err
+		}
+		w.sandboxes[m.ID] = d
+	}
 	if s.invalid == "" {
 		w.verified = r.verifySandboxes(ctx, s, w.gateway, w.sandboxes)
+	}
+	if s.failed == "" {
+		reps := r.attachedReports(s, w)
+		w.attached = attachedSummary(s, w, reps)
+		r.Reports.publish(client.ObjectKeyFromObject(gs), reps)
+	} else {
+		// A pass that stopped early saw only part of them: keep the last
+		// summary, and the reports the Orchestrators show.
+		w.attached = gs.Status.AttachedOrchestrators
 	}
 	st := computeStatus(gs, w)
 	if equality.Semantic.DeepEqual(gs.Status, st) {

@@ -39,13 +39,13 @@ func TestTelemetryEnv(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			gs := testServer()
 			gs.Spec.Telemetry = tc.spec
-			gw := envFrom(typed[appsv1.Deployment](t, gatewayDeployment(gs, inlineMembers(gs), "garra:1", "h")).Spec.Template.Spec.Containers[0])
+			gw := envFrom(typed[appsv1.Deployment](t, gatewayDeployment(gs, false, "garra:1", "h")).Spec.Template.Spec.Containers[0])
 			eqMap(t, "gateway OTEL env", otel(gw), tc.gateway)
 			if gw["HOME"] != "=/tmp" || gw["GARRA_LLM_API_KEY"] != "llm-keys/openrouter" {
 				t.Errorf("gateway env lost its other variables: %v", gw)
 			}
 			for _, o := range gs.Spec.Orchestrators {
-				sb := envFrom(typed[appsv1.Deployment](t, sandboxDeployment(gs, inlineMember(gs, o), sandboxImages{Sandbox: "sbx:1"})).Spec.Template.Spec.Containers[0])
+				sb := envFrom(typed[appsv1.Deployment](t, sandboxDeployment(gs, inlineMember(gs, o), sandboxImages{Sandbox: "sbx:1"}, nil)).Spec.Template.Spec.Containers[0])
 				eqMap(t, "sandbox "+o.Name+" OTEL env", otel(sb), tc.sandbox)
 				if sb["HOME"] != "=/tmp" || len(sb) != len(tc.sandbox)+1 {
 					t.Errorf("sandbox %s env = %v", o.Name, sb)

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -19,7 +20,8 @@ import (
 const (
 	SpanReconcile = "reconcile GarraServer"
 	// AttrOutcome is the pass's result: ok, invalid (the spec was not
-	// applied) or failed (a step or the status write failed).
+	// applied), failed (a step or the status write failed) or yielded
+	// (it stopped for a newer policy after publishing its own).
 	AttrOutcome = attribute.Key("garra.reconcile.outcome")
 	// AttrGarraServer is the GarraServer's name (its namespace is
 	// k8s.namespace.name).
@@ -60,13 +62,16 @@ func (r *GarraServerReconciler) startPass(ctx context.Context, gs *garrav1alpha1
 		))
 }
 
-// runStep runs one step under a child span; a failed step's span carries
-// the error. Error texts are API server messages and object names, and
-// the exporter redacts every text on its way out anyway.
+// runStep runs one step under a child span, timed in MetricStepSeconds; a
+// failed step's span carries the error. Error texts are API server
+// messages and object names, and the exporter redacts every text on its
+// way out anyway.
 func (r *GarraServerReconciler) runStep(ctx context.Context, name string, run func(context.Context) error) error {
 	ctx, span := r.tracer().Start(ctx, name)
 	defer span.End()
+	start := time.Now()
 	err := run(ctx)
+	stepSeconds.WithLabelValues(name).Observe(time.Since(start).Seconds())
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
 	}
@@ -82,6 +87,8 @@ func endPass(span trace.Span, s *reconcileState, err error) {
 	case s.invalid != "":
 		span.SetAttributes(AttrOutcome.String("invalid"))
 		span.SetStatus(codes.Error, "invalid spec: "+s.invalid)
+	case s.yielded:
+		span.SetAttributes(AttrOutcome.String("yielded"))
 	default:
 		span.SetAttributes(AttrOutcome.String("ok"), AttrRequeue.Float64(s.requeue.Seconds()))
 	}

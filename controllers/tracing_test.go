@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
 )
@@ -73,12 +74,12 @@ func TestReconcileSpansOfAFailingPass(t *testing.T) {
 		t.Fatalf("Reconcile error = %v, want Forbidden", err)
 	}
 	root, names := passTree(t, spans)
-	want := []string{"list orchestrators", "validate spec", "rotate tokens", "generate secrets", "read secrets", "validate tokens", "apply identity", "write status"}
+	want := []string{"list orchestrators", "validate spec", "rotate tokens", "generate secrets", "read secrets", "validate tokens", "apply policy", "write status"}
 	if !slices.Equal(names, want) {
 		t.Errorf("step spans = %q, want %q (nothing after the failed step but the status write)", names, want)
 	}
 	for _, s := range spans {
-		wantErr := s.Name() == "apply identity" || s == root
+		wantErr := s.Name() == "apply policy" || s == root
 		if got := s.Status().Code == codes.Error; got != wantErr {
 			t.Errorf("span %q: error status %v, want %v (%q)", s.Name(), got, wantErr, s.Status().Description)
 		}
@@ -119,5 +120,46 @@ func TestReconcileMakesNoSpanWithoutATracer(t *testing.T) {
 	_, span := r.startPass(context.Background(), testServer())
 	if span.SpanContext().IsValid() {
 		t.Error("a pass without a tracer made a recording span")
+	}
+}
+
+// stepCounts reads, from the registry the manager serves, how many times
+// each step of a pass has been timed.
+func stepCounts(t *testing.T) map[string]uint64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]uint64{}
+	for _, f := range families {
+		if f.GetName() != MetricStepSeconds {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "step" {
+					out[l.GetValue()] += m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestReconcileTimesEachStepItRan(t *testing.T) {
+	before := stepCounts(t)
+	if _, err := tracedPass(t, testServer(), refuseApplies()); !apierrors.IsForbidden(err) {
+		t.Fatalf("Reconcile error = %v, want Forbidden", err)
+	}
+	after := stepCounts(t)
+	ran := []string{"list orchestrators", "validate spec", "rotate tokens", "generate secrets", "read secrets", "validate tokens", "apply policy", "write status"}
+	for _, step := range ran {
+		if after[step]-before[step] != 1 {
+			t.Errorf("%s{step=%q} counted %d more, want 1", MetricStepSeconds, step, after[step]-before[step])
+		}
+	}
+	if n := after["apply gateway"] - before["apply gateway"]; n != 0 {
+		t.Errorf("a step the failed pass never reached was timed %d times", n)
 	}
 }

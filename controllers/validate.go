@@ -16,7 +16,7 @@ import (
 // settings are unusable, is left out here and says why in its own status;
 // it never makes the server invalid).
 func (r *GarraServerReconciler) listMembers(ctx context.Context, s *reconcileState) error {
-	attached, err := r.attachedMembers(ctx, s.gs)
+	attached, err := r.attachedMembers(ctx, s)
 	if err != nil {
 		return err
 	}
@@ -95,6 +95,9 @@ func memberProblem(m member, defSandbox string) string {
 	}
 	if sandboxImage(m.gs, m, defSandbox) == "" {
 		return m.Field + ".sandbox.image, the GarraServer's spec.sandboxImage and the manager's --sandbox-image are all empty: set one"
+	}
+	if p := egressProblem(m); p != "" {
+		return p
 	}
 	return sandboxPodProblem(m.Field+".sandbox", m.Sandbox)
 }

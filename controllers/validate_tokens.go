@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
 )
@@ -57,9 +58,45 @@ func sharedTokenProblem(gs *garrav1alpha1.GarraServer, values map[string][]byte)
 
 // validateTokens is sharedTokenProblem on the values read from the
 // Secrets: a spec whose references differ may still name equal tokens.
+// An attached Orchestrator whose token another caller already has is
+// refused instead (tokenClash): one team's Secret must not make the
+// gateway refuse everyone's config.
 func (r *GarraServerReconciler) validateTokens(_ context.Context, s *reconcileState) error {
 	if msg := sharedTokenProblem(s.gs, s.values); msg != "" {
 		s.invalid = msg
+		return nil
 	}
+	// Attached ones are checked in the order they attached, as clashOf.
+	var attached []member
+	for _, m := range s.members {
+		if m.attached {
+			attached = append(attached, m)
+		}
+	}
+	slices.SortStableFunc(attached, func(a, b member) int { return a.ob.CreationTimestamp.Compare(b.ob.CreationTimestamp.Time) })
+	p := newPlacedTokens(s.gs, s.values)
+	for _, m := range inlineMembers(s.gs) {
+		p.add(m)
+	}
+	drop := map[string]bool{}
+	for _, m := range attached {
+		if why := p.clash(m); why != "" {
+			s.refuse(m, garrav1alpha1.ReasonTokenClash, why)
+			drop[m.ID] = true
+			continue
+		}
+		p.add(m)
+	}
+	if len(drop) == 0 {
+		return nil
+	}
+	s.members = slices.DeleteFunc(s.members, func(m member) bool { return drop[m.ID] })
+	// The config was rendered with them; the gateway must not know them.
+	yml, err := RenderConfigYAML(s.gs, s.members)
+	if err != nil {
+		s.invalid = err.Error()
+		return nil
+	}
+	s.configYAML = yml
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -145,15 +146,21 @@ func (r *GarraServerReconciler) verifySandboxes(ctx context.Context, s *reconcil
 	if r.SandboxProbe == nil {
 		return nil
 	}
-	names := make([]string, 0, len(gs.Spec.Orchestrators))
+	// The server's condition is about its inline entries; an attached
+	// Orchestrator's verdict goes to its own status and the summary.
+	var names, attached []string
 	asleep := map[string]bool{}
-	for _, m := range inlineMembers(gs) {
-		names = append(names, m.Name)
-		if idle(m) && suspended(sandboxes[m.Name]) {
-			asleep[m.Name] = true
+	for _, m := range s.members {
+		if m.attached {
+			attached = append(attached, m.ID)
+		} else {
+			names = append(names, m.ID)
+		}
+		if idle(m) && suspended(sandboxes[m.ID]) {
+			asleep[m.ID] = true
 		}
 	}
-	var v verification
+	var v, a verification
 	// Not asked (no replica, no key) is no reason to come back early: the
 	// Deployment's status and the Secret are watched, and each change
 	// brings a pass. Polling instead would cost one pass per GarraServer
@@ -161,9 +168,11 @@ func (r *GarraServerReconciler) verifySandboxes(ctx context.Context, s *reconcil
 	asked := false
 	switch key := s.values[gatewayAPIKeyRef(gs).valueKey()]; {
 	case !available(gateway):
-		v = verifiedFrom(names, asleep, sandboxz.Report{}, fmt.Errorf("the gateway Deployment %s has no available replica", gatewayName(gs)))
+		err := fmt.Errorf("the gateway Deployment %s has no available replica", gatewayName(gs))
+		v, a = verifiedFrom(names, asleep, sandboxz.Report{}, err), verifiedFrom(attached, asleep, sandboxz.Report{}, err)
 	case len(key) == 0:
-		v = verifiedFrom(names, asleep, sandboxz.Report{}, fmt.Errorf("the gateway's key (%s) is missing", gatewayAPIKeyRef(gs)))
+		err := fmt.Errorf("the gateway's key (%s) is missing", gatewayAPIKeyRef(gs))
+		v, a = verifiedFrom(names, asleep, sandboxz.Report{}, err), verifiedFrom(attached, asleep, sandboxz.Report{}, err)
 	default:
 		asked = true
 		url := GatewaySandboxzURL(gs)
@@ -171,9 +180,10 @@ func (r *GarraServerReconciler) verifySandboxes(ctx context.Context, s *reconcil
 			url = r.SandboxProbeURL(gs)
 		}
 		rep, err := r.SandboxProbe(ctx, url, strings.TrimSpace(string(key)))
-		v = verifiedFrom(names, asleep, rep, err)
+		v, a = verifiedFrom(names, asleep, rep, err), verifiedFrom(attached, asleep, rep, err)
 	}
-	if asked && (v.pending || v.cond.Status != metav1.ConditionTrue) {
+	maps.Copy(v.byName, a.byName)
+	if asked && (v.pending || a.pending || v.cond.Status != metav1.ConditionTrue) {
 		s.requeueAt(VerifyPendingRequeue)
 	} else {
 		s.requeueAt(VerifyRequeue)

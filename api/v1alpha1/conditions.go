@@ -86,6 +86,11 @@ const (
 	// ReasonNameClash: the server already has an orchestrator by the
 	// identity this one would take; the message names both.
 	ReasonNameClash = "NameClash"
+	// ReasonTokenClash: the Orchestrator's bearer token is one the
+	// gateway already takes for another caller (the owner or another
+	// orchestrator); the gateway would refuse the whole config, so this
+	// one is refused instead. The message names the other, never the token.
+	ReasonTokenClash = "TokenClash"
 	// ReasonNotAccepted: Ready cannot be true for an Orchestrator the
 	// server does not accept (see Accepted).
 	ReasonNotAccepted = "NotAccepted"
@@ -115,6 +120,7 @@ const (
 )
 
 // AnnotationRotateToken on a GarraServer asks for new tokens: its value
-// is a comma-separated list of orchestrator names. The operator removes
-// it once the new tokens are generated.
+// is a comma-separated list of orchestrator names. On an Orchestrator,
+// any value asks for its own. The operator removes it once the new tokens
+// are generated.
 const AnnotationRotateToken = "garra.garraia.io/rotate-token" //nolint:gosec // G101: an annotation name

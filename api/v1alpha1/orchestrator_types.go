@@ -20,6 +20,7 @@ import (
 // +kubebuilder:printcolumn:name="Server",type=string,JSONPath=`.spec.serverRef.name`
 // +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].status`,description="whether the server admits this Orchestrator"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Verified",type=string,JSONPath=`.status.conditions[?(@.type=="Verified")].status`,description="whether the gateway's handshake with its sandbox works"
 // +kubebuilder:printcolumn:name="Token",type=string,JSONPath=`.status.tokenSecret`,priority=1
 // +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=`.status.endpoint`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -73,8 +74,10 @@ type AttachedOrchestratorStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions are Accepted (the server admits it) and Ready (its
-	// sandbox has an available replica).
+	// Conditions are Accepted (the server admits it), Ready (its sandbox
+	// has an available replica), ConfigApplied (the gateway reports
+	// having loaded a config with this generation of it) and Verified
+	// (the gateway's last MCP handshake with its sandbox worked).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -113,4 +116,22 @@ type AttachedOrchestratorStatus struct {
 	// (with idleTimeout only).
 	// +optional
 	LastCall *metav1.Time `json:"lastCall,omitempty"`
+
+	// Toolchain names the programs its sandbox found on its PATH, as the
+	// gateway last reported them.
+	// +listType=atomic
+	// +optional
+	Toolchain []string `json:"toolchain,omitempty"`
+
+	// TokenRotation is set while a replaced token of this orchestrator
+	// (its bearer or its sandbox token) is still accepted.
+	// +optional
+	TokenRotation *TokenRotationStatus `json:"tokenRotation,omitempty"`
+
+	// Quota is the allowance in force: spec.quota over the server's
+	// spec.gateway.quota field by field, as the gateway applies it; absent
+	// when unlimited. What remains of it changes on every call, so it is
+	// in the gateway's metrics and garra_status, not here.
+	// +optional
+	Quota *QuotaSpec `json:"quota,omitempty"`
 }

@@ -38,10 +38,12 @@ import (
 	"github.com/garraia/garra/internal/telemetry"
 )
 
-// Default images, overridden by the deployment (kustomize, Helm).
+// Default images, overridden by the deployment (kustomize, Helm). The
+// sandbox's is the Dockerfile's sandbox target: an agent's shell needs bash,
+// which the garra image (distroless) does not have.
 const (
 	defaultGarraImage   = "garra:latest"
-	defaultSandboxImage = "garra:latest"
+	defaultSandboxImage = "garra-sandbox:latest"
 )
 
 // LeaderElectionID is the default name of the Lease the replicas of the

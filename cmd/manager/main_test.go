@@ -36,7 +36,7 @@ import (
 )
 
 func TestParseFlags(t *testing.T) {
-	defaults := options{metricsAddr: ":8080", probeAddr: ":8081", garraImage: "garra:latest", sandboxImage: "garra:latest",
+	defaults := options{metricsAddr: ":8080", probeAddr: ":8081", garraImage: "garra:latest", sandboxImage: "garra-sandbox:latest",
 		serviceMonitors: true, leaderElectionID: LeaderElectionID}
 	with := func(f func(*options)) options {
 		o := defaults
@@ -90,11 +90,12 @@ func TestParseFlags(t *testing.T) {
 // real kube-apiserver (the envtest binaries, found as the controllers suite
 // finds them): /healthz and /readyz answer and a GarraServer gets its
 // gateway Deployment with the --garra-image default. The API server serves
-// no ServiceMonitor, and the manager runs without.
+// no ServiceMonitor, and the manager runs without. /metrics times each
+// step of the passes it ran.
 func TestRunServesProbesAndReconciles(t *testing.T) {
 	cfg := startEnv(t)
-	probe := freeAddr(t)
-	o := options{metricsAddr: "0", probeAddr: probe, garraImage: "garra:from-flag", sandboxImage: "sandbox:from-flag", serviceMonitors: true}
+	probe, metrics := freeAddr(t), freeAddr(t)
+	o := options{metricsAddr: metrics, probeAddr: probe, garraImage: "garra:from-flag", sandboxImage: "sandbox:from-flag", serviceMonitors: true}
 	startRun(t, o, cfg)
 
 	for _, path := range []string{"/healthz", "/readyz"} {
@@ -120,6 +121,23 @@ func TestRunServesProbesAndReconciles(t *testing.T) {
 		}
 		if img := d.Spec.Template.Spec.Containers[0].Image; img != "garra:from-flag" {
 			return fmt.Errorf("image %q", img)
+		}
+		return nil
+	})
+	waitFor(t, "the passes' steps on /metrics", func() error {
+		resp, err := http.Get("http://" + metrics + "/metrics")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		for _, step := range []string{"apply policy", "apply gateway", "write status"} {
+			if !strings.Contains(string(body), controllers.MetricStepSeconds+`_count{step="`+step+`"}`) {
+				return fmt.Errorf("no %s for step %q", controllers.MetricStepSeconds, step)
+			}
 		}
 		return nil
 	})

@@ -137,6 +137,7 @@ cluster-scoped kinds (ClusterRoles, ClusterRoleBindings, TokenReviews).
   - garra.garraia.io
   resources:
   - garraservers
+  - orchestrators
   verbs:
   - get
   - list
@@ -156,14 +157,6 @@ cluster-scoped kinds (ClusterRoles, ClusterRoleBindings, TokenReviews).
   verbs:
   - get
   - patch
-- apiGroups:
-  - garra.garraia.io
-  resources:
-  - orchestrators
-  verbs:
-  - get
-  - list
-  - watch
 - apiGroups:
   - monitoring.coreos.com
   resources:
