@@ -111,6 +111,30 @@ func TestWithSecretsKeepsReceiverAndRules(t *testing.T) {
 	}
 }
 
+// WithSecretsOf gives the receiver's rules the other redactor's secrets,
+// and neither changes.
+func TestWithSecretsOf(t *testing.T) {
+	base, errs := New([]string{`internal-[0-9]+`})
+	if len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	known := Default().WithSecrets(lowerKey)
+	shared := base.WithSecretsOf(known)
+	in := "id internal-42, key " + lowerKey
+	if got, want := shared.String(in), "id "+Placeholder+", key "+Placeholder; got != want {
+		t.Errorf("shared: %q, want %q", got, want)
+	}
+	if got, want := known.String(in), "id internal-42, key "+Placeholder; got != want {
+		t.Errorf("the other changed: %q, want %q", got, want)
+	}
+	if got, want := base.String(in), "id "+Placeholder+", key "+lowerKey; got != want {
+		t.Errorf("the receiver changed: %q, want %q", got, want)
+	}
+	if got := base.WithSecretsOf(nil).String(lowerKey); got != lowerKey {
+		t.Errorf("no secrets: %q", got)
+	}
+}
+
 func TestWithSecretsNested(t *testing.T) {
 	// One secret inside another, and two overlapping: the union goes.
 	long := "prefix-" + lowerKey + "-suffix"

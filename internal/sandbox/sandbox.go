@@ -209,6 +209,14 @@ type Options struct {
 	// the gateway's span when its traceparent header came along; nil =
 	// untraced.
 	TracerProvider trace.TracerProvider
+	// EgressProxy is the gateway's egress proxy (GARRA_EGRESS_PROXY,
+	// http://HOST:PORT) and EgressCAFile the PEM of its CA
+	// (GARRA_EGRESS_CA_FILE): with them, every bash call's environment
+	// sends HTTP(S) through the proxy with this sandbox's egress token
+	// and trusts the CA beside the image's own roots, and web_fetch goes
+	// the same way. "" = neither.
+	EgressProxy  string
+	EgressCAFile string
 }
 
 // DefaultToolchainTTL is how long one toolchain discovery is served: the
@@ -242,6 +250,8 @@ type Server struct {
 	requests *mcpcancel.Requests
 
 	toolchain *toolchainCache
+	// egress is bash's way out through the gateway; nil without it.
+	egress *egress
 }
 
 // callIDHeader carries, from our middleware to the tool handler, the id
@@ -254,12 +264,13 @@ const callIDHeader = "Garra-Sandbox-Request-Id"
 // not a directory or is a symlink.
 func New(o Options) (*Server, error) {
 	var sums [][sha256.Size]byte
+	first := o.Token
 	switch {
 	case o.TokenFile != "" && o.Token != "":
 		return nil, errors.New("a token and a token file are both set: set only one")
 	case o.TokenFile != "":
 		var err error
-		if sums, err = readTokenFile(o.TokenFile); err != nil {
+		if sums, first, err = readTokenFile(o.TokenFile); err != nil {
 			return nil, err
 		}
 	default:
@@ -268,11 +279,25 @@ func New(o Options) (*Server, error) {
 		}
 		sums = [][sha256.Size]byte{sha256.Sum256([]byte(o.Token))}
 	}
+	var eg *egress
+	if o.EgressProxy != "" || o.EgressCAFile != "" {
+		var err error
+		if eg, err = newEgress(o.EgressProxy, o.EgressCAFile, systemBundles); err != nil {
+			return nil, err
+		}
+		// The first token is the newest of a rotation, as the gateway's
+		// copy has it; the gateway admits every line of its own.
+		eg.setToken(first)
+		if o.HTTPClient == nil {
+			o.HTTPClient = eg.httpClient()
+		}
+	}
 	if err := toolchain.CheckRequired(o.RequiredTools); err != nil {
 		return nil, fmt.Errorf("required tools: %w", err)
 	}
 	ws, info, err := checkWorkspace(o.Workspace)
 	if err != nil {
+		eg.close()
 		return nil, err
 	}
 	j := jail.New([]string{ws})
@@ -293,6 +318,7 @@ func New(o Options) (*Server, error) {
 		shutdown:  o.ShutdownTimeout,
 		requests:  mcpcancel.New(callIDHeader),
 		toolchain: newToolchainCache(o),
+		egress:    eg,
 	}
 	s.tokens.Store(&sums)
 	s.stopCtx, s.stopCalls = context.WithCancel(context.Background())
@@ -300,9 +326,15 @@ func New(o Options) (*Server, error) {
 	if s.shutdown <= 0 {
 		s.shutdown = DefaultShutdownTimeout
 	}
-	conf := sandboxConfinement(o.TokenFile)
+	var bashEnv func() []string
+	var readDirs []string
+	if eg != nil {
+		bashEnv, readDirs = eg.Env, []string{eg.dir}
+	}
+	conf := sandboxConfinement(o.TokenFile, readDirs)
 	s.confinement = conf.String()
-	s.local = hands.Sandbox(hands.SandboxOptions{Jail: j, Workspace: ws, HTTPClient: o.HTTPClient, MaxOutputBytes: o.MaxOutputBytes, Confiner: conf})
+	s.local = hands.Sandbox(hands.SandboxOptions{Jail: j, Workspace: ws, HTTPClient: o.HTTPClient, MaxOutputBytes: o.MaxOutputBytes, Confiner: conf,
+		Env: bashEnv})
 	version := o.Version
 	if version == "" {
 		version = "dev"
@@ -334,32 +366,35 @@ func New(o Options) (*Server, error) {
 	return s, nil
 }
 
-// readTokenFile reads the accepted tokens, one per line; a line that is
-// not a usable token fails the whole file, so that a typo is found rather
-// than silently accepted.
-func readTokenFile(path string) ([][sha256.Size]byte, error) {
+// readTokenFile reads the accepted tokens, one per line, and the first
+// (the newest of a rotation); a line that is not a usable token fails the
+// whole file, so that a typo is found rather than silently accepted.
+func readTokenFile(path string) ([][sha256.Size]byte, string, error) {
 	lines, err := config.ReadSecretLines(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: token file: %w", ErrNoToken, err)
+		return nil, "", fmt.Errorf("%w: token file: %w", ErrNoToken, err)
 	}
 	sums := make([][sha256.Size]byte, 0, len(lines))
 	for i, l := range lines {
 		if err := checkToken(l); err != nil {
-			return nil, fmt.Errorf("token file line %d: %w", i+1, err)
+			return nil, "", fmt.Errorf("token file line %d: %w", i+1, err)
 		}
 		sums = append(sums, sha256.Sum256([]byte(l)))
 	}
-	return sums, nil
+	return sums, lines[0], nil
 }
 
 // reloadTokens re-reads the token file. A file that cannot be read or
 // holds a bad line is not applied: the tokens already loaded stay valid
 // (a half-written update must not lock the gateway out).
 func (s *Server) reloadTokens() {
-	sums, err := readTokenFile(s.tokenFile)
+	sums, first, err := readTokenFile(s.tokenFile)
 	if err != nil {
 		s.log.Warn("token file not re-read; the tokens loaded before stay valid", "error", err)
 		return
+	}
+	if s.egress != nil {
+		s.egress.setToken(first)
 	}
 	if old := s.tokens.Load(); old != nil && slices.Equal(*old, sums) {
 		return
@@ -424,6 +459,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Close releases the workspace handles. Calls after Close fail.
 func (s *Server) Close() error {
 	s.stopCalls()
+	s.egress.close()
 	return s.jail.Close()
 }
 
@@ -609,8 +645,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	names := tools.Names(s.Tools())
-	s.log.Info("garra sandbox listening", "addr", ln.Addr().String(), "workspace", s.workspace,
-		"tools", strings.Join(names, ","), "bash_confinement", s.confinement)
+	attrs := []any{"addr", ln.Addr().String(), "workspace", s.workspace, "tools", strings.Join(names, ","), "bash_confinement", s.confinement}
+	if s.egress != nil {
+		attrs = append(attrs, "egress_proxy", s.egress.proxy.Host, "trust_bundle", s.egress.bundle)
+	}
+	s.log.Info("garra sandbox listening", attrs...)
 	if s.tokenFile != "" {
 		wctx, stopWatch := context.WithCancel(ctx)
 		defer stopWatch()
@@ -655,7 +694,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // file, and write only the workspace, the pod's home (where toolchains are
 // installed) and its private TMPDIR. The pod and its NetworkPolicy remain
 // the boundary; a kernel without Landlock leaves them alone.
-func sandboxConfinement(tokenFile string) *hands.Confinement {
+func sandboxConfinement(tokenFile string, read []string) *hands.Confinement {
 	var hide, write []string
 	if tokenFile != "" {
 		hide = append(hide, tokenFile)
@@ -663,5 +702,5 @@ func sandboxConfinement(tokenFile string) *hands.Confinement {
 	if home := os.Getenv("HOME"); home != "" && home != "/" {
 		write = append(write, home)
 	}
-	return hands.NewConfinement(config.Default(), hands.ConfineOptions{Role: hands.RoleSandbox, Hide: hide, Read: []string{"/"}, Write: write})
+	return hands.NewConfinement(config.Default(), hands.ConfineOptions{Role: hands.RoleSandbox, Hide: hide, Read: append([]string{"/"}, read...), Write: write})
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"github.com/garraia/garra/internal/filewatch/kubelet"
 	"github.com/garraia/garra/internal/jail"
 	"github.com/garraia/garra/internal/sandbox"
+	"github.com/garraia/garra/internal/shellgate"
 	"github.com/garraia/garra/internal/tools"
 	"github.com/garraia/garra/test/proctest"
 	"github.com/garraia/garra/test/testlog"
@@ -41,7 +43,9 @@ type fixture struct {
 	logs   *syncBuffer
 }
 
-func newFixture(t *testing.T) *fixture {
+// newFixture serves a sandbox on a fresh workspace; opts adjust its
+// options.
+func newFixture(t *testing.T, opts ...func(*sandbox.Options)) *fixture {
 	t.Helper()
 	parent := t.TempDir()
 	ws := filepath.Join(parent, "ws")
@@ -52,12 +56,16 @@ func newFixture(t *testing.T) *fixture {
 		}
 	}
 	logs := &syncBuffer{}
-	srv, err := sandbox.New(sandbox.Options{
+	o := sandbox.Options{
 		Workspace: ws,
 		Token:     testToken,
 		Logger:    slog.New(slog.NewTextHandler(logs, nil)),
 		Version:   "test",
-	})
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	srv, err := sandbox.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +132,9 @@ func TestListsExactlyTheLocalTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := tools.NewLocal(tools.LocalOptions{Bash: &tools.HostRunner{}}).Tools(context.Background())
+	// The pod's NetworkPolicy decides the network, so the gate's network
+	// rules are off and the description says so.
+	want, _ := tools.NewLocal(tools.LocalOptions{Bash: &tools.HostRunner{}, Gate: shellgate.Policy{NetworkBounded: true}}).Tools(context.Background())
 	wantNames := []string{"bash", "file_read", "file_write", "git_diff", "web_fetch"}
 	if got := tools.Names(want); !slices.Equal(got, wantNames) {
 		t.Fatalf("tools.Local lists %v, want %v", got, wantNames)
@@ -238,10 +248,25 @@ func TestBashRunsInTheWorkspaceBehindTheGate(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(f.ws, "made.txt")); err != nil {
 		t.Fatalf("bash did not write in the workspace: %v", err)
 	}
-	for _, cmd := range []string{"curl x", "rm -rf /", "python3 -c 'print(1)'"} {
+	for _, cmd := range []string{"printenv", "rm -rf /", "python3 -c 'print(1)'", "git push --receive-pack='rm -rf /' origin main"} {
 		out, isErr = call(t, cs, "bash", map[string]any{"command": cmd})
 		if !isErr || !strings.HasPrefix(out, "blocked: ") {
 			t.Errorf("%q: isError=%v %q, want blocked", cmd, isErr, out)
+		}
+	}
+	// The network is the pod's NetworkPolicy's to decide: a network
+	// program reaches bash (here a refused loopback port), and so does
+	// git push, which fails on its own for want of a repository.
+	for cmd, want := range map[string]string{
+		"curl -sS --max-time 5 http://127.0.0.1:1/": "[exit code 7]",
+		"git push origin main":                      "[exit code 128]",
+	} {
+		if _, err := exec.LookPath(strings.Fields(cmd)[0]); err != nil {
+			continue
+		}
+		out, _ = call(t, cs, "bash", map[string]any{"command": cmd})
+		if strings.HasPrefix(out, "blocked: ") || !strings.Contains(out, want) {
+			t.Errorf("%q: %q, want it run by bash (%s)", cmd, out, want)
 		}
 	}
 	out, isErr = call(t, cs, "bash", map[string]any{"command": "exit 3"})
