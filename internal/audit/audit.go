@@ -37,6 +37,9 @@ import (
 const (
 	SurfaceStdio = "stdio"
 	SurfaceHTTP  = "http"
+	// SurfaceEgress is the gateway's egress proxy: a sandbox's request
+	// out, with the credential it was given, if any.
+	SurfaceEgress = "egress"
 )
 
 // Outcomes of an audited event.
@@ -92,6 +95,25 @@ type Record struct {
 	// person), only its pseudonym.
 	Identity         string
 	IdentityPersonal bool
+	// Egress describes a request through the egress proxy; nil for
+	// other events.
+	Egress *Egress
+}
+
+// Egress is one request a sandbox made through the gateway's egress
+// proxy. Host is an allowlisted name (a refused host goes in Target, as
+// its pseudonym); PathPrefix is the configured prefix that matched, not
+// the path asked for; the credential's value is never here.
+type Egress struct {
+	Credential string `json:"credential,omitempty"`
+	Host       string `json:"host,omitempty"`
+	Method     string `json:"method,omitempty"`
+	PathPrefix string `json:"path_prefix,omitempty"`
+	Status     int    `json:"status,omitempty"`
+	// BytesUp and BytesDown are the body bytes sent to the upstream and
+	// returned from it (both ways of a tunnel).
+	BytesUp   int64 `json:"bytes_up"`
+	BytesDown int64 `json:"bytes_down"`
 }
 
 // line is the wire form of a Record, in the documented field order.
@@ -110,6 +132,7 @@ type line struct {
 	Provider  string     `json:"provider,omitempty"`
 	Model     string     `json:"model,omitempty"`
 	LatencyMS *int64     `json:"latency_ms,omitempty"`
+	Egress    *Egress    `json:"egress,omitempty"`
 }
 
 type lineError struct {
@@ -212,6 +235,7 @@ func (l *Log) write(r Record) error {
 		DryRun:    r.DryRun,
 		Provider:  r.Provider,
 		Model:     r.Model,
+		Egress:    r.Egress,
 	}
 	if r.KindOnly {
 		ln.Provider, ln.Model = "", ""

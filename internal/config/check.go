@@ -59,9 +59,17 @@ func OrchestratorNameValid(name string) bool {
 // may still boot (the gateway fails closed around them), but `garra config
 // check` exits 1 on any that is not a Warning, so that they are fixed.
 func (c *Config) Check(getenv func(string) string) []Problem {
-	// Tokens are compared by value, so only against the real files: a
-	// rendered config checked with stand-in files would collide everywhere.
-	return append(c.CheckWith(getenv, ReadSecretFile), c.checkTokens(getenv)...)
+	return c.CheckSecrets(getenv, nil)
+}
+
+// CheckSecrets is Check with the secret files read by read (nil: the
+// disk), for a gateway that reads some of them from the API server.
+// Tokens are compared by value, so only against the real secrets: a
+// rendered config checked with stand-in files (CheckWith) would collide
+// everywhere.
+func (c *Config) CheckSecrets(getenv func(string) string, read SecretReader) []Problem {
+	read = read.orDisk()
+	return slices.Concat(c.CheckWith(getenv, read), c.checkTokens(getenv, read), c.checkEgressCA())
 }
 
 // CheckWith is Check with the secret files read by readFile: the operator
@@ -216,5 +224,6 @@ func (c *Config) CheckWith(getenv func(string) string, readFile func(string) (st
 	ps = append(ps, c.checkAuth(getenv, readFile)...)
 	ps = append(ps, c.checkTokenLengths(getenv, readFile)...)
 	ps = append(ps, c.checkConfinement()...)
+	ps = append(ps, c.checkEgress(readFile)...)
 	return ps
 }

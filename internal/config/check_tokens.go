@@ -28,6 +28,12 @@ func (tc TokenCollision) String() string {
 // and an entry whose token cannot be read is left to the other checks.
 // Only digests are compared and kept.
 func (c *Config) TokenCollisions(ownerKey string, getenv func(string) string) []TokenCollision {
+	return c.TokenCollisionsWith(ownerKey, getenv, nil)
+}
+
+// TokenCollisionsWith is TokenCollisions with the token files read by read
+// (nil: the disk).
+func (c *Config) TokenCollisionsWith(ownerKey string, getenv func(string) string, read SecretReader) []TokenCollision {
 	var out []TokenCollision
 	owner := sha256.Sum256([]byte(ownerKey))
 	seen := map[[sha256.Size]byte]string{}
@@ -35,7 +41,7 @@ func (c *Config) TokenCollisions(ownerKey string, getenv func(string) string) []
 		if o.AuthMode() != AuthToken || OrchestratorNameReserved(o.Name) {
 			continue // no token, or an entry the gateway never loads
 		}
-		tokens, err := o.Tokens(getenv)
+		tokens, err := o.TokensWith(getenv, read)
 		if err != nil {
 			continue
 		}
@@ -64,16 +70,16 @@ func (c *Config) TokenCollisions(ownerKey string, getenv func(string) string) []
 
 // checkTokens reports TokenCollisions as errors: the gateway refuses such
 // a config, since it could not tell the callers apart.
-func (c *Config) checkTokens(getenv func(string) string) []Problem {
+func (c *Config) checkTokens(getenv func(string) string, read SecretReader) []Problem {
 	owner := getenv(EnvGatewayAPIKey)
 	if owner == "" {
 		owner = c.Gateway.APIKey
 	}
 	if owner == "" && c.Gateway.APIKeyFile != "" {
-		owner, _ = ReadSecretFile(c.Gateway.APIKeyFile)
+		owner, _ = read.orDisk()(c.Gateway.APIKeyFile)
 	}
 	var ps []Problem
-	for _, tc := range c.TokenCollisions(owner, getenv) {
+	for _, tc := range c.TokenCollisionsWith(owner, getenv, read) {
 		o := c.Gateway.MCPHTTP.Orchestrators[tc.Index]
 		field := fmt.Sprintf("gateway.mcp_http.orchestrators[%d]", tc.Index)
 		if o.Name != "" {

@@ -196,6 +196,9 @@ type Gateway struct {
 	Auth GatewayAuth `json:"auth,omitzero"`
 	// Metrics configures GET /metrics.
 	Metrics GatewayMetrics `json:"metrics,omitzero"`
+	// Egress is the proxy through which sandboxes with egress: gateway
+	// reach the network (credentials.go).
+	Egress GatewayEgress `json:"egress,omitzero"`
 }
 
 // GatewayMetrics configures what GET /metrics says.
@@ -237,8 +240,9 @@ type MCPHTTP struct {
 	RedactPatterns       []string       `json:"redact_patterns,omitempty"`
 	Orchestrators        []Orchestrator `json:"orchestrators,omitempty"`
 	// WebFetchAllowedHosts are hosts (or host:port) the gateway's local
-	// web_fetch may reach even though they resolve to a loopback, private
-	// or link-local address; every other such destination is refused.
+	// web_fetch, and the egress proxy's upward connections, may reach even
+	// though they resolve to a loopback, private or link-local address;
+	// every other such destination is refused.
 	WebFetchAllowedHosts []string `json:"web_fetch_allowed_hosts,omitempty"`
 	// Quota is every orchestrator's default quota; absent = unlimited.
 	Quota *Quota `json:"quota,omitempty"`
@@ -260,6 +264,10 @@ type Orchestrator struct {
 	Auth *OrchestratorAuth `json:"auth,omitempty"`
 	// Quota is this orchestrator's own, over gateway.mcp_http.quota.
 	Quota *Quota `json:"quota,omitempty"`
+	// Egress is what its sandbox may reach through the gateway's egress
+	// proxy; Credentials are injected there (credentials.go).
+	Egress      *OrchestratorEgress `json:"egress,omitempty"`
+	Credentials []Credential        `json:"credentials,omitempty"`
 }
 
 // OrchestratorSandbox points at the orchestrator's own `garra sandbox` pod.

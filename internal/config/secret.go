@@ -29,11 +29,7 @@ func ReadSecretFile(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	s := strings.TrimSpace(string(data))
-	if s == "" {
-		return "", fmt.Errorf("%s is empty", path)
-	}
-	return s, nil
+	return SecretContent(data, path)
 }
 
 // ReadSecretLines reads a file holding one or more tokens, one per line,
@@ -58,10 +54,65 @@ func ReadSecretLines(path string) ([]string, error) {
 	return out, nil
 }
 
-// readFirstLine is the token a client sends from a file of token lines:
-// the first, which is the newest during a rotation.
-func readFirstLine(path string) (string, error) {
-	lines, err := ReadSecretLines(path)
+// SecretReader reads one secret file the way ReadSecretFile does: its
+// content with surrounding whitespace trimmed, an error (never holding the
+// content) when it is missing, empty or too large. ReadSecretFile reads
+// the disk; the gateway passes one that answers the paths of its mounted
+// tokens Secret from the same Secret as the API server serves it, so that
+// a change does not wait for the kubelet to rewrite the files. Every
+// reader of a config's secret files takes one, nil meaning the disk.
+type SecretReader func(path string) (string, error)
+
+// orDisk is r, or ReadSecretFile when r is nil.
+func (r SecretReader) orDisk() SecretReader {
+	if r == nil {
+		return ReadSecretFile
+	}
+	return r
+}
+
+// Lines is ReadSecretLines through r: one token per non-blank line.
+func (r SecretReader) Lines(path string) ([]string, error) {
+	v, err := r.orDisk()(path)
+	if err != nil {
+		return nil, err
+	}
+	return SecretLines(v, path)
+}
+
+// SecretLines splits the content of a token file into its tokens, as
+// ReadSecretLines does; path is for the error.
+func SecretLines(content, path string) ([]string, error) {
+	var out []string
+	for _, l := range strings.Split(content, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s is empty", path)
+	}
+	return out, nil
+}
+
+// SecretContent applies ReadSecretFile's checks to data read from
+// somewhere else than a file (a Secret's key): the bound, the trim, and
+// the refusal of an empty value; path names it in the error.
+func SecretContent(data []byte, path string) (string, error) {
+	if len(data) > MaxSecretFileBytes {
+		return "", fmt.Errorf("%s is larger than %d bytes", path, MaxSecretFileBytes)
+	}
+	s := strings.TrimSpace(string(data))
+	if s == "" {
+		return "", fmt.Errorf("%s is empty", path)
+	}
+	return s, nil
+}
+
+// firstLine is the token a client sends from a file of token lines: the
+// first, which is the newest during a rotation.
+func (r SecretReader) firstLine(path string) (string, error) {
+	lines, err := r.Lines(path)
 	if err != nil {
 		return "", err
 	}
@@ -74,6 +125,11 @@ func readFirstLine(path string) (string, error) {
 // hold the reload and the readiness answer that read it for good; the
 // non-regular file is refused after the open instead.
 func readSecretBytes(path string) ([]byte, error) {
+	return readSecretBytesMax(path, MaxSecretFileBytes)
+}
+
+// readSecretBytesMax is readSecretBytes with its own bound.
+func readSecretBytesMax(path string, most int) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
@@ -86,12 +142,12 @@ func readSecretBytes(path string) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file", path)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxSecretFileBytes+1))
+	data, err := io.ReadAll(io.LimitReader(f, int64(most)+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	if len(data) > MaxSecretFileBytes {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, MaxSecretFileBytes)
+	if len(data) > most {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, most)
 	}
 	return data, nil
 }
@@ -128,14 +184,19 @@ func secretFrom(envKey, env, fileKey, file string, getenv func(string) string, r
 // is set); any of them authenticates it. An error means the orchestrator
 // is disabled; it names the key, never a token.
 func (o Orchestrator) Tokens(getenv func(string) string) ([]string, error) {
+	return o.TokensWith(getenv, nil)
+}
+
+// TokensWith is Tokens with key_file read by read (nil: the disk).
+func (o Orchestrator) TokensWith(getenv func(string) string, read SecretReader) ([]string, error) {
 	if o.KeyFile != "" && o.KeyEnv == "" {
-		lines, err := ReadSecretLines(o.KeyFile)
+		lines, err := read.Lines(o.KeyFile)
 		if err != nil {
 			return nil, fmt.Errorf("key_file: %w", err)
 		}
 		return lines, nil
 	}
-	t, err := secretFrom("key_env", o.KeyEnv, "key_file", o.KeyFile, getenv, ReadSecretFile)
+	t, err := secretFrom("key_env", o.KeyEnv, "key_file", o.KeyFile, getenv, read.orDisk())
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +208,12 @@ func (o Orchestrator) Tokens(getenv func(string) string) ([]string, error) {
 // accepts every line of its copy, so during a rotation the first is the
 // new token and the old one still works).
 func (s OrchestratorSandbox) Token(getenv func(string) string) (string, error) {
-	return secretFrom("token_env", s.TokenEnv, "token_file", s.TokenFile, getenv, readFirstLine)
+	return s.TokenWith(getenv, nil)
+}
+
+// TokenWith is Token with token_file read by read (nil: the disk).
+func (s OrchestratorSandbox) TokenWith(getenv func(string) string, read SecretReader) (string, error) {
+	return secretFrom("token_env", s.TokenEnv, "token_file", s.TokenFile, getenv, read.firstLine)
 }
 
 // ReadAPIKeyFile fills gateway.api_key from gateway.api_key_file, once,
@@ -157,6 +223,12 @@ func (s OrchestratorSandbox) Token(getenv func(string) string) (string, error) {
 // be read; the key is then left empty (the gateway serves without an
 // owner, which closes POST /mcp).
 func (c *Config) ReadAPIKeyFile(getenv func(string) string) error {
+	return c.ReadAPIKeyFileWith(getenv, nil)
+}
+
+// ReadAPIKeyFileWith is ReadAPIKeyFile reading through read (nil: the
+// disk).
+func (c *Config) ReadAPIKeyFileWith(getenv func(string) string, read SecretReader) error {
 	g := &c.Gateway
 	if g.APIKeyFile == "" || getenv(EnvGatewayAPIKey) != "" {
 		return nil
@@ -165,7 +237,7 @@ func (c *Config) ReadAPIKeyFile(getenv func(string) string) error {
 		g.APIKey = ""
 		return errors.New("gateway.api_key and gateway.api_key_file are both set: set only one")
 	}
-	v, err := ReadSecretFile(g.APIKeyFile)
+	v, err := read.orDisk()(g.APIKeyFile)
 	if err != nil {
 		return fmt.Errorf("gateway.api_key_file: %w", err)
 	}

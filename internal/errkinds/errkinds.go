@@ -76,6 +76,19 @@ const (
 	NotOwner Kind = "not_owner"
 )
 
+// The refusals of the gateway's egress proxy, which a sandbox with
+// egress: gateway meets on its way out. Each names the rule that refused.
+const (
+	EgressProxyAuth             Kind = "egress_proxy_auth"
+	EgressHostNotAllowed        Kind = "egress_host_not_allowed"
+	EgressDestinationRefused    Kind = "egress_destination_refused"
+	EgressPlaintext             Kind = "egress_plaintext"
+	EgressCredentialUnavailable Kind = "egress_credential_unavailable" //nolint:gosec // G101: a label
+	EgressUnredactable          Kind = "egress_unredactable"
+	EgressUpstreamFailed        Kind = "egress_upstream_failed"
+	EgressBadRequest            Kind = "egress_bad_request"
+)
+
 // Message is the fixed sentence a refusal envelope of kind k carries. None
 // names the requested destination or anything the caller did not already
 // send. A kind whose message is written where it happens (a provider's
@@ -116,6 +129,22 @@ func (k Kind) Message() string {
 		return "the conversation store is unavailable"
 	case ConfinementUnavailable:
 		return "bash cannot be confined on this host and agent.confinement is required"
+	case EgressProxyAuth:
+		return "the egress proxy needs this sandbox's own proxy credentials (HTTPS_PROXY as garra sandbox sets it)"
+	case EgressHostNotAllowed:
+		return "the host is in neither this orchestrator's egress hosts nor the hosts of one of its credentials"
+	case EgressDestinationRefused:
+		return "the host resolves to a loopback, private, link-local or otherwise non-public address"
+	case EgressPlaintext:
+		return "a credential is sent over https only: use an https URL"
+	case EgressCredentialUnavailable:
+		return "the credential for this request cannot be read by the gateway (revoked or not mounted)"
+	case EgressUnredactable:
+		return "the upstream answered with a content encoding the proxy cannot inspect for the credential"
+	case EgressUpstreamFailed:
+		return "the upstream could not be reached or did not prove its identity (TLS verification)"
+	case EgressBadRequest:
+		return "the egress proxy serves CONNECT host:port and absolute http:// requests only"
 	}
 	return string(k)
 }
@@ -190,7 +219,7 @@ var Kinds = []Row{
 	{ChannelUnsupported, "garra.mcp.v1 (http)",
 		"Only telegram can be sent to."},
 	{RateLimited, "garra.mcp.v1 (http)",
-		"The shared send budget of garra_send_message (5 per minute for the whole gateway) is spent. Wait a minute."},
+		"The shared send budget of garra_send_message (5 per minute for the whole gateway) is spent. The message says so and when to try again; `error.retry_after_secs` holds the wait (and the response's Retry-After header when the answer is plain JSON)."},
 	{TooManyRequests, "HTTP 429 body (http); metrics",
 		"The per-IP request limit gateway.rate_limit.requests_per_minute is spent (a JSON-RPC batch counts each of its requests). Not the send budget, which is rate_limited. Wait for Retry-After."},
 	{Draining, "HTTP 503 body (http); audit",
@@ -206,7 +235,7 @@ var Kinds = []Row{
 	{ModelNotAllowed, "garra.ask.v1, garra.agent.v1 (http)",
 		"The model is not in gateway.mcp_http.ask_allowed_models (empty = the project default model only). Nothing left the machine."},
 	{OverBudget, "garra.ask.v1, garra.agent.v1 (http)",
-		"The per-minute budget of garra_ask or garra_agent is spent; the provider was not called. garra://policy shows what is left."},
+		"The per-minute budget of garra_ask or garra_agent for all callers together is spent; the provider was not called. The message names the limit in force and its setting (gateway.mcp_http.ask_budget_per_minute, agent_budget_per_minute); `error.retry_after_secs` says when the window has room (also the response's Retry-After header when the answer is plain JSON). garra://policy shows what is left."},
 	{OverQuota, "garra.ask.v1, garra.agent.v1, garra.mcp.v1 (http); audit",
 		"The calling orchestrator's own quota (gateway.mcp_http.quota or its entry's quota) is spent: `error.quota` names which (ask_per_minute, agent_per_minute, send_per_minute, agent_concurrent, llm_tokens_per_day) and `error.retry_after_secs` when to try again (also the response's Retry-After header when the answer is plain JSON). Refused before anything ran, nothing spent; llm_tokens_per_day can also end an agent run between model turns. garra_status shows what is left."},
 	{NotFound, "garra.mcp.v1 (http); audit",
@@ -231,6 +260,38 @@ var Kinds = []Row{
 		"A result could not be encoded. A bug: report it with the gateway log."},
 	{ConfinementUnavailable, "the bash tool's result inside garra_agent (stdio, http), as `refused: confinement_unavailable: …`",
 		"agent.confinement is required (the gateway's default when local workspaces belong to more than one orchestrator) and the kernel offers no Landlock, so host bash does not run. Boot a kernel with Landlock (5.13 or later, `lsm=` including landlock), give the orchestrators sandbox pods, or set agent.confinement: best-effort to run bash unconfined. `garra config check` names the confinement in force."},
+
+	{EgressProxyAuth, egressWhere,
+		"No Proxy-Authorization, or one that is no orchestrator's sandbox's (garra:EGRESS_TOKEN, derived from the sandbox token). Run the command from the sandbox's bash, whose HTTPS_PROXY carries it; after a token rotation the gateway's copy must hold the sandbox's token."},
+	{EgressHostNotAllowed, egressWhere,
+		"The host is in neither the orchestrator's egress.hosts (egressHosts) nor the hosts of one of its credentials. Add it there if the agent should reach it."},
+	{EgressDestinationRefused, egressWhere,
+		"The host resolves to a loopback, private, link-local, shared or reserved address, which the gateway never connects to for a sandbox (the guard of web_fetch), unless gateway.mcp_http.web_fetch_allowed_hosts lists it."},
+	{EgressPlaintext, egressWhere,
+		"A credential matches this plain http:// request; credentials are sent over TLS only, so it is refused rather than sent in clear. Use the https URL."},
+	{EgressCredentialUnavailable, egressWhere,
+		"A credential matches, but its file cannot be read (emptied, removed, not mounted): it was revoked or is not deployed yet. The request is refused rather than sent without it. `garra config check` names the file."},
+	{EgressUnredactable, egressWhere,
+		"The upstream answered a request that carried a credential with a content encoding the proxy did not ask for (it asks for gzip and decodes it), so the proxy cannot make sure the credential is not echoed back. Ask the upstream for an identity or gzip answer."},
+	{EgressUpstreamFailed, egressWhere,
+		"The upstream could not be reached, or its certificate did not verify against the gateway's trust roots (the proxy never skips verification). The gateway log has the cause."},
+	{EgressBadRequest, egressWhere,
+		"Not a CONNECT host:port nor an absolute-form http:// request, or a protocol upgrade on a request that carries a credential."},
+}
+
+// egressWhere is where the egress proxy's kinds appear.
+const egressWhere = "egress proxy answer to the sandbox (header Garra-Egress-Refused and body); egress audit lines; metrics"
+
+// Egress is every refusal of the egress proxy, with its HTTP status.
+var Egress = []HTTPStatus{
+	{407, string(EgressProxyAuth), EgressProxyAuth.Message(), EgressProxyAuth, "Proxy-Authenticate: Basic realm=\"garra egress\"."},
+	{403, string(EgressHostNotAllowed), EgressHostNotAllowed.Message(), EgressHostNotAllowed, "CONNECT or http:// to a host outside the allowlist."},
+	{403, string(EgressDestinationRefused), EgressDestinationRefused.Message(), EgressDestinationRefused, "An allowed name that resolves to a guarded address."},
+	{403, string(EgressPlaintext), EgressPlaintext.Message(), EgressPlaintext, "http:// with a matching credential."},
+	{503, string(EgressCredentialUnavailable), EgressCredentialUnavailable.Message(), EgressCredentialUnavailable, "Inside the intercepted TLS session: the credential's file is unreadable."},
+	{502, string(EgressUnredactable), EgressUnredactable.Message(), EgressUnredactable, "Inside the intercepted TLS session."},
+	{502, string(EgressUpstreamFailed), EgressUpstreamFailed.Message(), EgressUpstreamFailed, "Connect, DNS or TLS failure upstream."},
+	{400, string(EgressBadRequest), EgressBadRequest.Message(), EgressBadRequest, "Origin-form requests to the proxy itself; upgrades with a credential."},
 }
 
 // The gateway's own refusals of POST /mcp: each is written from its row,
@@ -239,9 +300,9 @@ var (
 	RefuseDraining = HTTPStatus{503, string(Draining), "the gateway is shutting down: retry in a few seconds", Draining,
 		"A request that arrives after SIGTERM, while the calls in flight drain (up to gateway.drain_seconds); /readyz answers 503 draining first. Retry-After: 5."}
 	RefuseTooManyRequests = HTTPStatus{429, string(TooManyRequests), "too many requests", TooManyRequests,
-		"The per-IP limit gateway.rate_limit.requests_per_minute is spent; Retry-After: 60. Counted in metrics, not in the audit file (a flood must not rotate it away)."}
+		"The per-IP limit gateway.rate_limit.requests_per_minute is spent. The message names the limit and the wait, which Retry-After carries too (the seconds until the window has room). On POST /mcp the body is instead a JSON-RPC error response (code -32000, the request's id or null, data {kind, limit, window_secs, retry_after_secs}), which an MCP client reads as its call's error; on /api it is this body. Counted in metrics, not in the audit file (a flood must not rotate it away)."}
 	RefuseBatchTooManyRequests = HTTPStatus{429, string(TooManyRequests), "too many requests: a JSON-RPC batch counts each of its requests", TooManyRequests,
-		"An authenticated JSON-RPC batch needs more of the per-IP limit than is left: each request in it counts (the POST itself counts one, refused or not). Send fewer at once; Retry-After: 60."}
+		"An authenticated JSON-RPC batch needs more of the per-IP limit than is left: each request in it counts (the POST itself counts one, refused or not). Send fewer at once. The body, message and Retry-After are as for the row above."}
 	RefuseCrossOrigin = HTTPStatus{403, "forbidden", "cross-origin request refused", OriginRefused,
 		"A browser page fired the request (cross-site Origin). MCP clients send none."}
 	RefuseHost = HTTPStatus{403, "forbidden", "invalid Host header", HostNotAllowed,
@@ -318,6 +379,10 @@ var HTTP = []HTTPStatus{
 var (
 	RPCStoreUnavailable = RPCCode{-32603, "CodeInternalError", "the conversation store is unavailable", "A garra://chats read while the conversation store fails."}
 	RPCParseError       = RPCCode{-32700, "CodeParseError", "Parse error: the line is not valid JSON", "On stdio, a line that is not JSON. The id is null; the server goes on reading the next line."}
+	// RPCTooManyRequests is the JSON-RPC error of POST /mcp's 429 (the
+	// per-IP limit, RefuseTooManyRequests): -32000, the server-error code
+	// JSON-RPC leaves to implementations; the SDK names none.
+	RPCTooManyRequests = RPCCode{-32000, "", "too many requests: …", "The body of POST /mcp's HTTP 429."}
 )
 
 // JSONRPC is every JSON-RPC error code the MCP servers answer with, on both
@@ -367,6 +432,14 @@ func Markdown() string {
 			audit = "`" + string(h.Audit) + "`"
 		}
 		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s |\n", h.Status, code, cell(h.Body), audit, cell(h.When))
+	}
+
+	b.WriteString("\n## Egress proxy refusals\n\n")
+	b.WriteString("The gateway's egress proxy (gateway.egress.listen) answers a sandbox's refused request with the status below, the header `Garra-Egress-Refused: <kind>` and the body `{\"error\":<kind>,\"message\":<message>}`; ")
+	b.WriteString("for a CONNECT the client may show the status only (curl and git: `CONNECT tunnel failed, response 403`), the gateway's egress audit line has the kind.\n\n")
+	b.WriteString("| status | kind | message | when |\n|---|---|---|---|\n")
+	for _, h := range Egress {
+		fmt.Fprintf(&b, "| %d | `%s` | %s | %s |\n", h.Status, h.Error, cell(h.Body), cell(h.When))
 	}
 
 	b.WriteString("\n## JSON-RPC error codes\n\n")

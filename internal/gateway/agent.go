@@ -103,7 +103,7 @@ func (g *policy) sandboxToolchain(ctx context.Context, c mcppolicy.Caller) strin
 // sandbox with c's sandbox token, within bound, and sanitises it: the
 // sandbox is where bash runs, so what it says is data.
 func (g *policy) readSandboxToolchain(ctx context.Context, c mcppolicy.Caller, bound time.Duration) (toolchain.Report, error) {
-	token, err := c.Sandbox.Token(g.getenv)
+	token, err := c.Sandbox.TokenWith(g.getenv, g.secrets)
 	if err != nil {
 		return toolchain.Report{}, fmt.Errorf("sandbox token: %w", err)
 	}
@@ -128,7 +128,7 @@ func (g *policy) readSandboxToolchain(ctx context.Context, c mcppolicy.Caller, b
 func (g *policy) executorFor(ctx context.Context, c mcppolicy.Caller) (tools.Executor, func(), error) {
 	noop := func() {}
 	if c.Sandbox != nil && c.Sandbox.URL != "" {
-		token, err := c.Sandbox.Token(g.getenv)
+		token, err := c.Sandbox.TokenWith(g.getenv, g.secrets)
 		if err != nil {
 			return nil, noop, fmt.Errorf("sandbox token: %w", err)
 		}

@@ -30,7 +30,7 @@ func TestRateLimitCountsEveryRequestOfABatch(t *testing.T) {
 	// 3 of 5 spent: a batch of 3 does not fit; refused, it costs what any
 	// refused POST costs (one)...
 	code, body = post(t, h.url, ownerKey, batchOf(3), nil)
-	if code != http.StatusTooManyRequests || !strings.Contains(body, `"error":"too_many_requests"`) || !strings.Contains(body, "batch") {
+	if code != http.StatusTooManyRequests || !strings.Contains(body, `"kind":"too_many_requests"`) || !strings.Contains(body, "batch") {
 		t.Fatalf("a batch over the limit: %d %s", code, body)
 	}
 	// ...so one single request still fits, and then nothing does.

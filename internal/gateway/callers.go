@@ -27,6 +27,8 @@ type callerDeps struct {
 	// disabled).
 	reviewer authn.Reviewer
 	onReview func(result string)
+	// read reads the token files (nil: the disk).
+	read config.SecretReader
 }
 
 // callersFrom builds the callers: the owner's key, then each orchestrator
@@ -45,7 +47,7 @@ func callersFrom(cfg *config.Config, getenv func(string) string, log *slog.Logge
 	var sas []authn.ServiceAccountEntry
 	var oidcs []authn.OIDCEntry
 	claimed := map[string]string{}
-	shared := sharedTokens(cfg, getenv)
+	shared := sharedTokens(cfg, getenv, deps.read)
 	for _, o := range cfg.Gateway.MCPHTTP.Orchestrators {
 		if config.OrchestratorNameReserved(o.Name) {
 			// It would read as the owner in every log and audit line.
@@ -90,7 +92,7 @@ func callersFrom(cfg *config.Config, getenv func(string) string, log *slog.Logge
 			}
 			oidcs = append(oidcs, authn.OIDCEntry{Caller: o.Name, Issuer: a.Issuer, Audience: a.Audience, Subject: a.Subject, Claims: a.Claims})
 		default:
-			tokens, err := o.Tokens(getenv)
+			tokens, err := o.TokensWith(getenv, deps.read)
 			if err != nil {
 				disabled("no token", "set the variable key_env names in the gateway's environment, or key_file to a readable file holding the token", "error", err.Error())
 				continue
@@ -160,10 +162,10 @@ func callerFrom(ctx context.Context) (mcppolicy.Caller, bool) {
 // caller, and why. Check refuses such a config; this holds for a gateway
 // built without it. The owner keeps its key, and both orchestrators of a
 // shared token lose it: which of them a call came from cannot be told.
-func sharedTokens(cfg *config.Config, getenv func(string) string) map[string]string {
+func sharedTokens(cfg *config.Config, getenv func(string) string, read config.SecretReader) map[string]string {
 	out := map[string]string{}
 	orchs := cfg.Gateway.MCPHTTP.Orchestrators
-	for _, tc := range cfg.TokenCollisions(cfg.Gateway.APIKey, getenv) {
+	for _, tc := range cfg.TokenCollisionsWith(cfg.Gateway.APIKey, getenv, read) {
 		name := orchs[tc.Index].Name
 		if tc.Owner {
 			out[name] = "is the owner's key"

@@ -25,10 +25,34 @@ func (g *Gateway) Run(ctx context.Context, ready func(addr net.Addr)) error {
 	}
 	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	g.log.Info("garra gateway listening", "addr", ln.Addr().String())
+	eln, err := listenEgress(g.cur.Load().cfg)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	if eln != nil {
+		// Logged here, before ready: whoever waits for the gateway to
+		// listen finds the proxy's address too.
+		g.log.Info("garra gateway egress proxy listening", "addr", eln.Addr().String())
+		// The proxy stops with the gateway's context: tunnels are cut
+		// then, not drained (a sandbox retries its request).
+		ectx, stopEgress := context.WithCancel(ctx)
+		egressDone := make(chan struct{})
+		defer func() { stopEgress(); <-egressDone }()
+		go func() {
+			defer close(egressDone)
+			if err := g.ServeEgress(ectx, eln); err != nil && ectx.Err() == nil {
+				g.log.Error("egress proxy stopped", "error", err.Error())
+			}
+		}()
+	}
 	if g.configPath != "" {
 		wctx, stopWatch := context.WithCancel(ctx)
 		defer stopWatch()
 		go g.watch(wctx)
+		if pw := g.policyWatch; pw != nil {
+			go g.watchPolicy(wctx, pw)
+		}
 	}
 	vctx, stopVerify := context.WithCancel(ctx)
 	defer stopVerify()

@@ -118,6 +118,22 @@ func TestErrorTableHTTPRowsMatchTheGateway(t *testing.T) {
 				}
 				return
 			}
+			if row.Status == 429 {
+				// POST /mcp's 429 is a JSON-RPC error whose message
+				// starts with the row's and goes on with the limit.
+				var resp struct {
+					Error struct {
+						Code    int64
+						Message string
+						Data    struct{ Kind string }
+					}
+				}
+				if err := json.Unmarshal([]byte(got.body), &resp); err != nil || resp.Error.Code != int64(errkinds.RPCTooManyRequests.Code) ||
+					!strings.HasPrefix(resp.Error.Message, row.Body+": this gateway allows") || resp.Error.Data.Kind != row.Error {
+					t.Fatalf("body %s, table says a JSON-RPC error %d, kind %q, message %q…", got.body, errkinds.RPCTooManyRequests.Code, row.Error, row.Body)
+				}
+				return
+			}
 			var body map[string]string
 			if err := json.Unmarshal([]byte(got.body), &body); err != nil || body["error"] != row.Error || body["message"] != row.Body {
 				t.Fatalf("body %s, table says error %q message %q", got.body, row.Error, row.Body)

@@ -9,6 +9,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,6 +26,7 @@ import (
 	"github.com/garraia/garra/internal/authn"
 	"github.com/garraia/garra/internal/chat"
 	"github.com/garraia/garra/internal/config"
+	"github.com/garraia/garra/internal/egressproxy"
 	"github.com/garraia/garra/internal/errkinds"
 	"github.com/garraia/garra/internal/mcpcancel"
 	"github.com/garraia/garra/internal/mcppolicy"
@@ -59,6 +61,10 @@ type Options struct {
 	// ReloadResync is how often Run re-reads the files even without a
 	// change event; 0 = filewatch.DefaultResync.
 	ReloadResync time.Duration
+	// PolicyWatch, with a ConfigPath, makes Run watch the objects the
+	// config and token files are mounted from and reload from them as
+	// they change (the files stay the fallback); nil = files only.
+	PolicyWatch *PolicyWatch
 	// Budgets makes the send, ask and agent budgets and the per-IP
 	// limits; nil = in this process's memory. A shared factory makes them
 	// hold across replicas.
@@ -76,6 +82,9 @@ type Options struct {
 	// TracerProvider traces MCP requests, LLM calls and sandbox calls;
 	// nil = tracing off, and nothing is instrumented.
 	TracerProvider trace.TracerProvider
+	// EgressRootCAs verify the upstreams of the egress proxy; nil is the
+	// system's roots. Tests pass their loopback servers' certificates.
+	EgressRootCAs *x509.CertPool
 }
 
 // requestIDHeader carries the id of a call's HTTP request from the
@@ -107,11 +116,14 @@ type Gateway struct {
 	reqCtx      *mcpcancel.Requests
 	reviewers   *reviewers
 	tracing     trace.TracerProvider // nil = off
+	egressRoots *x509.CertPool       // nil = the system's
 
-	cur        atomic.Pointer[policy]
-	configPath string
-	resync     time.Duration
-	reload     reloadState
+	cur         atomic.Pointer[policy]
+	configPath  string
+	resync      time.Duration
+	reload      reloadState
+	policyWatch *PolicyWatch
+	watched     watched
 
 	// Draining: flightMu orders the draining flag against flight.Add, so
 	// that no request is counted after the drain started waiting.
@@ -138,15 +150,19 @@ type policy struct {
 	cfg         *config.Config
 	hash        string // sha256:<hex> of the config file's bytes; "" without a file
 	fingerprint string // hash plus the token files' contents
-	limits      mcppolicy.Limits
-	callers     *callers
-	servers     map[string]*mcp.Server // by caller name
-	askCore     *ask.Core
-	red         *redact.Redactor   // built-ins + redact_patterns + secret values
-	builtinRed  *redact.Redactor   // built-ins + secret values (history, ask success)
-	egress      *tools.EgressGuard // web_fetch in local workspaces
-	mounted     bool
-	mcp         http.Handler // nil when /mcp is not mounted
+	// secrets reads the secret files cfg names (the sandbox tokens at
+	// each call): from disk, or from the watched Secret.
+	secrets    config.SecretReader
+	limits     mcppolicy.Limits
+	callers    *callers
+	servers    map[string]*lazyServer // by caller name
+	askCore    *ask.Core
+	red        *redact.Redactor    // built-ins + redact_patterns + secret values
+	builtinRed *redact.Redactor    // built-ins + secret values (history, ask success)
+	egress     *tools.EgressGuard  // web_fetch in local workspaces, and the egress proxy's upstreams
+	egressOut  *egressproxy.Policy // the egress proxy's; nil without gateway.egress.listen
+	mounted    bool
+	mcp        http.Handler // nil when /mcp is not mounted
 	// resourceMetadata serves RFC 9728 metadata; nil when /mcp is not mounted.
 	resourceMetadata http.Handler
 	api              map[string]http.Handler // chat API routes; nil without a key
@@ -214,10 +230,12 @@ func New(o Options) (*Gateway, error) {
 		started:     o.Now(),
 		configPath:  o.ConfigPath,
 		resync:      o.ReloadResync,
+		policyWatch: o.PolicyWatch,
 		hardStop:    make(chan struct{}),
 		reviewers:   &reviewers{given: o.Reviewer},
 		wakes:       &wakes{given: o.Waker},
 		tracing:     o.TracerProvider,
+		egressRoots: o.EgressRootCAs,
 	}
 	// The SDK logs every stateless POST at info (connect, disconnect):
 	// keep only its warnings.
@@ -228,7 +246,7 @@ func New(o Options) (*Gateway, error) {
 	if o.ConfigBytes != nil {
 		hash = configHash(o.ConfigBytes)
 	}
-	p, err := g.newPolicy(cfg, hash, fingerprint(hash, cfg))
+	p, err := g.newPolicy(cfg, hash, fingerprint(hash, cfg, nil), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -238,9 +256,13 @@ func New(o Options) (*Gateway, error) {
 	return g, nil
 }
 
-// newPolicy builds the snapshot of cfg. It validates what the tools
-// cannot run without; everything else fails closed with a warning.
-func (g *Gateway) newPolicy(cfg *config.Config, hash, fp string) (*policy, error) {
+// newPolicy builds the snapshot of cfg, whose secret files read reads
+// (nil: the disk). It validates what the tools cannot run without;
+// everything else fails closed with a warning.
+func (g *Gateway) newPolicy(cfg *config.Config, hash, fp string, read config.SecretReader) (*policy, error) {
+	if read == nil {
+		read = config.ReadSecretFile
+	}
 	m := cfg.Gateway.MCPHTTP
 	if m.AgentMaxSeconds < config.MinAgentMaxSeconds || m.AgentMaxSeconds > config.MaxAgentMaxSeconds {
 		return nil, fmt.Errorf("gateway.mcp_http.agent_max_seconds: %d is outside [%d, %d]", m.AgentMaxSeconds, config.MinAgentMaxSeconds, config.MaxAgentMaxSeconds)
@@ -254,13 +276,16 @@ func (g *Gateway) newPolicy(cfg *config.Config, hash, fp string) (*policy, error
 	}
 	// Every key and token this process holds is redacted by value too,
 	// whatever its shape: in answers, errors, history and summaries.
-	secrets := cfg.SecretValues(g.getenv)
+	builtinRed := redact.Default().WithSecrets(cfg.SecretValuesWith(g.getenv, read)...)
 	p := &policy{
-		Gateway: g, cfg: cfg, hash: hash, fingerprint: fp,
+		Gateway: g, cfg: cfg, hash: hash, fingerprint: fp, secrets: read,
 		limits:     mcppolicy.GatewayLimits(cfg),
-		red:        red.WithSecrets(secrets...),
-		builtinRed: redact.Default().WithSecrets(secrets...),
+		red:        red.WithSecretsOf(builtinRed),
+		builtinRed: builtinRed,
 		egress:     webFetchGuard(m, g.log),
+	}
+	if cfg.Gateway.Egress.Listen != "" {
+		p.egressOut = g.egressPolicy(cfg, read)
 	}
 	p.askCore = &ask.Core{Config: cfg, Redactor: p.builtinRed, Getenv: g.getenv, NewProvider: g.newProvider, Retries: ask.DefaultRetries, Now: g.now,
 		TracerProvider: g.tracing}
@@ -273,10 +298,12 @@ func (g *Gateway) newPolicy(cfg *config.Config, hash, fp string) (*policy, error
 			"fix", "set gateway.api_key or "+config.EnvGatewayAPIKey)
 	default:
 		p.mounted = true
-		p.callers = callersFrom(cfg, g.getenv, g.log, g.callerDeps(cfg))
-		p.servers = map[string]*mcp.Server{}
+		deps := g.callerDeps(cfg)
+		deps.read = read
+		p.callers = callersFrom(cfg, g.getenv, g.log, deps)
+		p.servers = make(map[string]*lazyServer, len(p.callers.byName))
 		for name, c := range p.callers.byName {
-			p.servers[name] = p.newMCPServer(c)
+			p.servers[name] = p.lazyMCPServer(c)
 		}
 		p.materializeWorkspaces()
 		p.mcp = p.mcpHandler()
@@ -360,7 +387,11 @@ func (g *policy) mcpHandler() http.Handler {
 			if !ok {
 				return nil
 			}
-			return g.servers[c.Name]
+			s, ok := g.servers[c.Name]
+			if !ok {
+				return nil
+			}
+			return s.get()
 		}, &mcp.StreamableHTTPOptions{
 			Stateless:           true,
 			JSONResponse:        jsonResponse,

@@ -24,6 +24,9 @@ type metrics struct {
 	authns   *prometheus.CounterVec
 	reviews  *prometheus.CounterVec
 	wakes    prometheus.Histogram
+	watch    *prometheus.GaugeVec
+	// egress and egressBytes are the egress proxy's (egressout.go).
+	egress, egressBytes *prometheus.CounterVec
 }
 
 func newMetrics(budgets map[string]Counter) *metrics {
@@ -51,12 +54,17 @@ func newMetrics(budgets map[string]Counter) *metrics {
 		reviews: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "garra_tokenreviews_total", Help: "TokenReviews sent to the API server (cached verdicts are not counted), by result (ok or a refusal kind).",
 		}, []string{"result"}),
+		watch: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "garra_policy_watch_live", Help: "1 while the watch of a policy object (configmap, secret) through the API server is the source of the policy, 0 while the mounted files are.",
+		}, []string{"object"}),
 		wakes: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "garra_sandbox_wake_seconds", Help: "How long a call waited for an idle-suspended sandbox to wake and answer.",
 			Buckets: []float64{.25, .5, 1, 2, 4, 8, 15, 30, 60},
 		}),
 	}
-	m.registry.MustRegister(m.calls, m.refusals, m.latency, m.reloads, m.config, m.authns, m.reviews, m.wakes,
+	m.egress, m.egressBytes = egressMetrics()
+	m.registry.MustRegister(m.egress, m.egressBytes)
+	m.registry.MustRegister(m.calls, m.refusals, m.latency, m.reloads, m.config, m.authns, m.reviews, m.wakes, m.watch,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for name, b := range budgets {
 		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

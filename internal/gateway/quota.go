@@ -38,6 +38,10 @@ type QuotaStores struct {
 	// long a slot its holder never gave back (a replica that died) stays
 	// taken.
 	Slots func(name string, limit int, lease time.Duration) SlotCounter
+	// Joint charges a call's counters at once (one round trip to a shared
+	// store); nil = one after the other. It must answer as
+	// quota.Sequential does.
+	Joint quota.Joint
 }
 
 // quotas keeps every orchestrator's quota counters across reloads, keyed
@@ -97,7 +101,7 @@ func (q *quotas) set(c mcppolicy.Caller, m config.MCPHTTP, named bool) *quota.Se
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	label := callerLabel(c, named)
-	s := &quota.Set{Now: q.now, Refused: func(name string) { q.refusals.WithLabelValues(label, name).Inc() }}
+	s := &quota.Set{Joint: q.stores.Joint, Now: q.now, Refused: func(name string) { q.refusals.WithLabelValues(label, name).Inc() }}
 	window := func(tool string, limit int) quota.Window {
 		if limit <= 0 {
 			return nil

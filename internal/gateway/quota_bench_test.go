@@ -23,8 +23,9 @@ import (
 // both see the same load. Each garra_ask goes through the whole call path
 // to a loopback LLM double. It reports each side's p50 and p95 and the
 // p50 difference, in memory (a gateway on SQLite) and on PostgreSQL
-// (budgets and quotas shared), where the quota costs a per-minute take and
-// a token reservation and settlement, each a round trip.
+// (budgets and quotas shared), where the quota's per-minute take and token
+// reservation are one statement, one round trip, which also carries the
+// settlements of earlier calls.
 func BenchmarkQuotaCheck(b *testing.B) {
 	for _, st := range []string{"memory", "postgres"} {
 		b.Run(st, func(b *testing.B) {

@@ -78,6 +78,7 @@ func pgOptions(shared, quotas *pgbudget.Store) func(*gateway.Options) {
 			Slots: func(name string, limit int, lease time.Duration) gateway.SlotCounter {
 				return quotas.Slots(name, limit, lease)
 			},
+			Joint: quotas,
 		}
 	}
 }
@@ -221,13 +222,18 @@ func getBody(t *testing.T, url string) string {
 	return string(b)
 }
 
-// Three replicas on one store, one orchestrator sending ten times its
-// quota from many callers at once: exactly its quota is served (on
-// PostgreSQL across the replicas), and every call of the other succeeds.
-func TestQuotaExactUnderConcurrency(t *testing.T) {
+// The fairness scenario: two orchestrators with ask and agent quotas, on
+// three replicas sharing one PostgreSQL (one gateway in memory). alpha
+// sends ten times its quotas from 100 callers at once while beta calls at
+// its own pace, one call after another: every call of beta succeeds, the
+// model sees exactly the sum of the two quotas, and each replica's own
+// counts (its metrics) are exactly what it answered.
+func TestQuotaFairness(t *testing.T) {
 	eachStore(t, func(t *testing.T, st quotaStore) {
 		double := llmdouble.New(t)
-		yaml := quotaYAML(double, "    ask_budget_per_minute: 1000\n", "        quota: {ask_per_minute: 5}", "        quota: {ask_per_minute: 5}")
+		q := "        quota: {ask_per_minute: 5, agent_per_minute: 5}"
+		yaml := quotaYAML(double, "    ask_budget_per_minute: 1000\n    agent_budget_per_minute: 1000\n", q, q)
+		yaml = strings.Replace(yaml, "  mcp_http:\n", "  rate_limit: {requests_per_minute: 100000}\n  metrics: {orchestrator_labels: true}\n  mcp_http:\n", 1)
 		replicas := 1
 		if st.name == "postgres" {
 			replicas = 3
@@ -237,39 +243,104 @@ func TestQuotaExactUnderConcurrency(t *testing.T) {
 			opt, _ := st.opts(t)
 			urls = append(urls, start(t, yaml, quotaEnv, opt).url)
 		}
+		tools := []string{"garra_ask", "garra_agent"}
+		// answered[replica][who+" "+tool] counts each answer by its kind
+		// ("ok", or the quota that refused it).
+		answered := make([]map[string]map[string]int, replicas)
+		for r := range answered {
+			answered[r] = map[string]map[string]int{}
+		}
 		var mu sync.Mutex
-		kinds := map[string]map[string]int{"alpha": {}, "beta": {}}
-		var wg sync.WaitGroup
-		callAs := func(who, token string, i int) {
-			env, _, err := rawCall(urls[i%len(urls)], token, "garra_ask", map[string]any{"message": "hi"})
+		call := func(who, token string, i int) string {
+			r := i % replicas
+			tool := tools[i%2]
+			env, _, err := rawCall(urls[r], token, tool, map[string]any{"message": "hi"})
 			k := "ok"
 			switch {
 			case err != nil:
 				k = err.Error()
+			case env["ok"] != true && kindOf(env) == "over_quota":
+				k, _ = errField(env, "quota").(string)
 			case env["ok"] != true:
 				k = kindOf(env)
 			}
 			mu.Lock()
-			kinds[who][k]++
-			mu.Unlock()
+			defer mu.Unlock()
+			if answered[r][who+" "+tool] == nil {
+				answered[r][who+" "+tool] = map[string]int{}
+			}
+			answered[r][who+" "+tool][k]++
+			return k
 		}
-		for i := range 50 {
-			wg.Go(func() { callAs("alpha", alphaToken, i) })
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range 100 {
+			wg.Go(func() {
+				<-start
+				call("alpha", alphaToken, i)
+			})
 		}
-		for i := range 5 {
-			wg.Go(func() { callAs("beta", betaToken, i) })
+		close(start)
+		for i := range 10 {
+			if k := call("beta", betaToken, i); k != "ok" {
+				t.Errorf("beta's call %d during alpha's flood: %s", i+1, k)
+			}
 		}
 		wg.Wait()
-		if kinds["alpha"]["ok"] != 5 || kinds["alpha"]["over_quota"] != 45 {
-			t.Fatalf("alpha: %v, want 5 ok and 45 over_quota", kinds["alpha"])
+		total := func(who, tool, kind string) (n int) {
+			for r := range answered {
+				n += answered[r][who+" "+tool][kind]
+			}
+			return n
 		}
-		if kinds["beta"]["ok"] != 5 {
-			t.Fatalf("beta: %v, want all 5 ok", kinds["beta"])
+		for _, tool := range tools {
+			quotaName := map[string]string{"garra_ask": "ask_per_minute", "garra_agent": "agent_per_minute"}[tool]
+			if ok, over := total("alpha", tool, "ok"), total("alpha", tool, quotaName); ok != 5 || over != 45 {
+				t.Errorf("alpha's %s: %d ok, %d refused by %s; want 5 and 45 (%v)", tool, ok, over, quotaName, answered)
+			}
+			if ok := total("beta", tool, "ok"); ok != 5 {
+				t.Errorf("beta's %s: %d of 5 ok", tool, ok)
+			}
 		}
-		if n := len(double.Requests()); n != 10 {
-			t.Fatalf("the model saw %d calls, want exactly the sum of the quotas, 10", n)
+		if n := len(double.Requests()); n != 20 {
+			t.Errorf("the model saw %d calls, want exactly the sum of the quotas, 20", n)
+		}
+		for r, url := range urls {
+			m := metricsText(t, url)
+			for _, tool := range tools {
+				quotaName := map[string]string{"garra_ask": "ask_per_minute", "garra_agent": "agent_per_minute"}[tool]
+				a, b := answered[r]["alpha "+tool], answered[r]["beta "+tool]
+				for series, want := range map[string]int{
+					`garra_mcp_calls_total{outcome="ok",tool="` + tool + `"}`:                    a["ok"] + b["ok"],
+					`garra_mcp_calls_total{outcome="refused",tool="` + tool + `"}`:               a[quotaName],
+					`garra_quota_refusals_total{orchestrator="alpha",quota="` + quotaName + `"}`: a[quotaName],
+					`garra_quota_refusals_total{orchestrator="beta",quota="` + quotaName + `"}`:  0,
+					`garra_quota_remaining{orchestrator="alpha",quota="` + quotaName + `"}`:      0,
+					`garra_quota_remaining{orchestrator="beta",quota="` + quotaName + `"}`:       0,
+				} {
+					// A counter never incremented is absent; a gauge is always there.
+					if (want > 0 || strings.HasPrefix(series, "garra_quota_remaining")) && !strings.Contains(m, series+" ") {
+						t.Errorf("replica %d: no %s", r, series)
+					}
+					if got := metricValue(m, series); got != want {
+						t.Errorf("replica %d: %s = %d, want %d", r, series, got, want)
+					}
+				}
+			}
 		}
 	})
+}
+
+// metricValue is the value of one series in a Prometheus text page (0
+// when absent, as a counter never incremented is).
+func metricValue(page, series string) int {
+	for _, line := range strings.Split(page, "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			return int(f)
+		}
+	}
+	return 0
 }
 
 // agent_concurrent bounds one orchestrator's runs in flight.

@@ -92,19 +92,34 @@ func tokenFiles(cfg *config.Config) []string {
 		if o.Sandbox != nil && o.Sandbox.TokenFile != "" {
 			out = append(out, o.Sandbox.TokenFile)
 		}
+		// A credential rotated, emptied or removed in its file applies
+		// without a config change.
+		for _, c := range o.Credentials {
+			if c.File != "" {
+				out = append(out, c.File)
+			}
+		}
+	}
+	if e := cfg.Gateway.Egress; e.Listen != "" {
+		for _, f := range []string{e.CACertFile, e.CAKeyFile} {
+			if f != "" {
+				out = append(out, f)
+			}
+		}
 	}
 	return out
 }
 
 // fingerprint identifies what a policy was built from: the config's hash
-// and the content of every token file it names. A rotated token changes
-// it without changing the config. Only a digest is kept, never a token.
-func fingerprint(hash string, cfg *config.Config) string {
+// and the content of every token file it names, as read reads them (nil:
+// the disk). A rotated token changes it without changing the config. Only
+// a digest is kept, never a token.
+func fingerprint(hash string, cfg *config.Config, read config.SecretReader) string {
 	h := sha256.New()
 	_, _ = h.Write([]byte(hash))
 	for _, f := range tokenFiles(cfg) {
 		_, _ = fmt.Fprintf(h, "\x00%s\x00", f)
-		if lines, err := config.ReadSecretLines(f); err == nil {
+		if lines, err := read.Lines(f); err == nil {
 			_, _ = h.Write([]byte(strings.Join(lines, "\n")))
 		} else {
 			_, _ = h.Write([]byte("\x01unreadable"))
@@ -113,7 +128,8 @@ func fingerprint(hash string, cfg *config.Config) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Reload re-reads the config file and the token files it names. A config
+// Reload re-reads the config file and the token files it names (from the
+// watched objects instead, while a PolicyWatch is live). A config
 // that parses and passes config.Check (warnings aside) replaces the policy
 // for new requests; one that does not is not applied: the last good one
 // keeps serving, each problem is logged once and /readyz reports it.
@@ -140,7 +156,9 @@ func (g *Gateway) Reload() string {
 // reloadLocked does Reload's work under reload.mu.
 func (g *Gateway) reloadLocked() (string, []string) {
 	cur := g.cur.Load()
-	data, err := os.ReadFile(g.configPath)
+	src := g.watched.get()
+	read := src.reader()
+	data, err := src.readConfig(g.configPath)
 	if err != nil {
 		return g.reject("read:"+err.Error(), []string{"config: " + err.Error()})
 	}
@@ -149,7 +167,7 @@ func (g *Gateway) reloadLocked() (string, []string) {
 	if err != nil {
 		return g.reject(hash, []string{"config " + g.configPath + ": " + err.Error()})
 	}
-	fp := fingerprint(hash, cfg)
+	fp := fingerprint(hash, cfg, read)
 	if fp == cur.fingerprint {
 		// Back to what is serving: an earlier rejection no longer applies.
 		g.reload.ok, g.reload.problems, g.reload.rejectedFP = true, nil, ""
@@ -159,7 +177,7 @@ func (g *Gateway) reloadLocked() (string, []string) {
 		return ReloadUnchanged, g.reload.problems
 	}
 	var problems, degraded []string
-	for _, p := range cfg.Check(g.getenv) {
+	for _, p := range cfg.CheckSecrets(g.getenv, read) {
 		switch p.Severity() {
 		case config.SeverityWarning:
 		case config.SeverityDisabled:
@@ -173,11 +191,11 @@ func (g *Gateway) reloadLocked() (string, []string) {
 	}
 	// After Check, which reads the file itself and would take the key
 	// filled in for the api_key the file must not also set.
-	if err := cfg.ReadAPIKeyFile(g.getenv); err != nil {
+	if err := cfg.ReadAPIKeyFileWith(g.getenv, read); err != nil {
 		return g.reject(fp, []string{err.Error()})
 	}
 	keepProcessSettings(g, cur.cfg, cfg)
-	p, err := g.newPolicy(cfg, hash, fp)
+	p, err := g.newPolicy(cfg, hash, fp, read)
 	if err != nil {
 		return g.reject(fp, []string{err.Error()})
 	}
@@ -188,7 +206,7 @@ func (g *Gateway) reloadLocked() (string, []string) {
 	g.cur.Store(p)
 	g.verify.again()
 	g.metrics.loaded(hash)
-	g.log.Info("config reloaded", "hash", hash, "orchestrators", len(m.Orchestrators))
+	g.log.Info("config reloaded", "hash", hash, "orchestrators", len(m.Orchestrators), "source", src.source())
 	// Applied around them, failing closed: one orchestrator's missing token
 	// disables that orchestrator, not everybody's onboarding.
 	for _, d := range degraded {
@@ -221,6 +239,10 @@ func keepProcessSettings(g *Gateway, cur, next *config.Config) {
 	if next.Gateway.Listen != cur.Gateway.Listen {
 		warn("gateway.listen")
 		next.Gateway.Listen = cur.Gateway.Listen
+	}
+	if next.Gateway.Egress.Listen != cur.Gateway.Egress.Listen {
+		warn("gateway.egress.listen")
+		next.Gateway.Egress.Listen = cur.Gateway.Egress.Listen
 	}
 	if next.DataDir != cur.DataDir {
 		warn("data_dir")
@@ -260,6 +282,7 @@ func (g *Gateway) watch(ctx context.Context) {
 		// was closing) would otherwise wait for the next event.
 		o := filewatch.Options{Paths: paths, Resync: g.resync, Logger: g.log, Immediate: true}
 		_ = filewatch.Run(wctx, o, func() {
+			g.keptRelease()
 			g.Reload()
 			if !slices.Equal(g.watchPaths(), paths) {
 				cancel()

@@ -85,6 +85,13 @@ func post(t *testing.T, url, token, body string, hdr map[string]string) (int, st
 // overridden by hdr (a "Host" entry sets the Host header).
 func request(t *testing.T, method, url, token, body string, hdr map[string]string) (int, string) {
 	t.Helper()
+	code, _, b := requestFull(t, method, url, token, body, hdr)
+	return code, b
+}
+
+// requestFull is request with the response's headers.
+func requestFull(t *testing.T, method, url, token, body string, hdr map[string]string) (int, http.Header, string) {
+	t.Helper()
 	req, err := http.NewRequest(method, url+"/mcp", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +113,7 @@ func request(t *testing.T, method, url, token, body string, hdr map[string]strin
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, resp.Header, string(b)
 }
 
 const enabled = "gateway:\n  api_key: " + ownerKey + "\n  mcp_http:\n    enabled: true\n"

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"net"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -10,14 +11,39 @@ import (
 	"github.com/garraia/garra/internal/mcppolicy"
 	"github.com/garraia/garra/internal/mcpserver"
 	"github.com/garraia/garra/internal/mcptrace"
+	"github.com/garraia/garra/internal/quota"
 	"github.com/garraia/garra/internal/toolchain"
 )
 
+// lazyServer is a caller's server, built on the caller's first request
+// under the policy. Building one registers every tool with its schema,
+// a fraction of a millisecond; a policy of a thousand orchestrators built
+// them all on every reload, most for callers that would not call before
+// the next one. A request then costs one atomic load more.
+type lazyServer struct {
+	once  sync.Once
+	build func() *mcp.Server
+	s     *mcp.Server
+}
+
+func (l *lazyServer) get() *mcp.Server {
+	l.once.Do(func() { l.s, l.build = l.build(), nil })
+	return l.s
+}
+
+// lazyMCPServer is newMCPServer on first use. The caller's quota is set
+// now: a reload's new limits apply to what is counted at once, not at the
+// caller's next request.
+func (g *policy) lazyMCPServer(c mcppolicy.Caller) *lazyServer {
+	q := g.quotas.set(c, g.cfg.Gateway.MCPHTTP, g.cfg.Gateway.Metrics.OrchestratorLabels)
+	return &lazyServer{build: func() *mcp.Server { return g.newMCPServer(c, q) }}
+}
+
 // newMCPServer builds the server a caller talks to, with this policy's
-// limits, budgets, redactors and stores. It shows the caller exactly what
-// it may use; a hidden tool called by name is refused with its stable
-// kind, never "unknown".
-func (g *policy) newMCPServer(c mcppolicy.Caller) *mcp.Server {
+// limits, budgets, redactors and stores, and q its quota. It shows the
+// caller exactly what it may use; a hidden tool called by name is refused
+// with its stable kind, never "unknown".
+func (g *policy) newMCPServer(c mcppolicy.Caller, q *quota.Set) *mcp.Server {
 	o := mcpserver.Options{
 		Caller: c, Limits: g.limits, Version: g.version,
 		Logger: g.log, SDKLogger: g.sdkLog, Now: g.now, Audit: g.audit,
@@ -26,7 +52,7 @@ func (g *policy) newMCPServer(c mcppolicy.Caller) *mcp.Server {
 		Chats: &mcpserver.Chats{Store: g.store, Sender: g.sender, Approved: g.cfg.Channels.Telegram.ProactiveChatIDs,
 			Redactor: g.builtinRed, Started: g.started},
 		Budgets:         mcpserver.Budgets{Send: g.sendBudget, Ask: g.askBudget, Agent: g.agentBudget},
-		Quota:           g.quotas.set(c, g.cfg.Gateway.MCPHTTP, g.cfg.Gateway.Metrics.OrchestratorLabels),
+		Quota:           q,
 		RetryAfter:      g.retry.note,
 		Redactor:        g.red,
 		Observe:         g.metrics.observe,

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -241,13 +242,81 @@ func clientIP(r *http.Request) string {
 
 func (l *RateLimiter) middleware(onRefuse func(errkinds.Kind), next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !l.Allow(clientIP(r)) {
-			w.Header().Set("Retry-After", "60")
-			writeRefusal(w, onRefuse, errkinds.RefuseTooManyRequests)
+		if ip := clientIP(r); !l.Allow(ip) {
+			l.refuse(w, r, ip, onRefuse, errkinds.RefuseTooManyRequests)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// wait is how long until ip's window has room for one more request.
+func (l *RateLimiter) wait(ip string) time.Duration {
+	l.mu.Lock()
+	b := l.budgets[ip]
+	l.mu.Unlock()
+	if w, ok := b.(interface{ Wait() time.Duration }); ok {
+		return w.Wait()
+	}
+	return l.window
+}
+
+// tooManyRequests is the body of a 429 on POST /mcp: a JSON-RPC error
+// response, so that an MCP client reads it as its call's error (with the
+// limit and the wait) and not as a server speaking another protocol.
+type tooManyRequests struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Error   struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+		Data    struct {
+			Kind           errkinds.Kind `json:"kind"`
+			Limit          int           `json:"limit"`
+			WindowSecs     int           `json:"window_secs"`
+			RetryAfterSecs int           `json:"retry_after_secs"`
+		} `json:"data"`
+	} `json:"error"`
+}
+
+// refuse answers a request the per-IP limit refused: 429 with the limit in
+// force and a Retry-After of when ip's window has room again. The message
+// names both; on /mcp the body is a JSON-RPC error (with the request's id
+// when it has one), elsewhere the gateway's standard body.
+func (l *RateLimiter) refuse(w http.ResponseWriter, r *http.Request, ip string, onRefuse func(errkinds.Kind), row errkinds.HTTPStatus) {
+	onRefuse(row.Audit)
+	l.mu.Lock()
+	limit, window := l.limit, l.window
+	l.mu.Unlock()
+	secs := max(1, int((l.wait(ip)+time.Second-1)/time.Second))
+	per := "a minute"
+	if window != time.Minute {
+		per = "per " + window.String()
+	}
+	msg := fmt.Sprintf("%s: this gateway allows %d requests %s per client address (gateway.rate_limit.requests_per_minute); try again in %d s",
+		row.Body, limit, per, secs)
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	if r.URL.Path != "/mcp" {
+		writeJSONError(w, row.Status, row.Error, msg)
+		return
+	}
+	id := json.RawMessage("null")
+	if r.Method == http.MethodPost && r.Body != nil {
+		head, _ := io.ReadAll(io.LimitReader(r.Body, refusedBodyLimit))
+		if req, ok := decodeRequest(head); ok && req.id.IsValid() {
+			if b, err := json.Marshal(req.id.Raw()); err == nil {
+				id = b
+			}
+		}
+	}
+	var body tooManyRequests
+	body.JSONRPC, body.ID = "2.0", id
+	body.Error.Code, body.Error.Message = errkinds.RPCTooManyRequests.Code, msg
+	body.Error.Data.Kind, body.Error.Data.Limit = row.Audit, limit
+	body.Error.Data.WindowSecs, body.Error.Data.RetryAfterSecs = int(window/time.Second), secs
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(row.Status)
+	_ = json.NewEncoder(w).Encode(body)
 }
 
 // batchCharge makes a JSON-RPC batch count each of its requests against the
@@ -269,9 +338,8 @@ func (l *RateLimiter) batchCharge(onRefuse func(errkinds.Kind), next http.Handle
 			return
 		}
 		r, body := readBody(r)
-		if n := body.batch; n > 1 && !l.AllowN(clientIP(r), n-1) {
-			w.Header().Set("Retry-After", "60")
-			writeRefusal(w, onRefuse, errkinds.RefuseBatchTooManyRequests)
+		if ip := clientIP(r); body.batch > 1 && !l.AllowN(ip, body.batch-1) {
+			l.refuse(w, r, ip, onRefuse, errkinds.RefuseBatchTooManyRequests)
 			return
 		}
 		next.ServeHTTP(w, r)

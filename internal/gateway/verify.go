@@ -167,7 +167,7 @@ func (g *Gateway) verifySandboxes(ctx context.Context) {
 func (g *Gateway) verifyOne(ctx context.Context, p *policy, c mcppolicy.Caller) sandboxz.Verdict {
 	ctx, cancel := context.WithTimeout(ctx, verifyTimeout)
 	defer cancel()
-	token, err := c.Sandbox.Token(p.getenv)
+	token, err := c.Sandbox.TokenWith(p.getenv, p.secrets)
 	if err != nil || token == "" {
 		if err == nil {
 			err = errors.New("empty")

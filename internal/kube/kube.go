@@ -1,6 +1,6 @@
 // Package kube holds every Kubernetes API call a garra process makes: the
-// gateway's TokenReviews and sandbox wakes, and config check's version
-// probe. It speaks through client-go's REST client and the API types, and
+// gateway's TokenReviews, sandbox wakes and the watch of its own policy
+// objects, and config check's version probe. It speaks through client-go's REST client and the API types, and
 // deliberately not through the typed clientsets: any one of those links
 // client-go's global scheme, which registers every API group in package
 // init, a cost each garra command (the laptop's stdio server included)
@@ -62,7 +62,10 @@ var statusCodecs = sync.OnceValue(func() serializer.CodecFactory {
 // Client sends garra's few API requests.
 type Client struct {
 	rest *rest.RESTClient
-	host string
+	// watchRest is rest without the per-request timeout, which would cut
+	// every watch; a watch bounds itself (Watch).
+	watchRest *rest.RESTClient
+	host      string
 }
 
 // New builds a Client on rc (not modified). timeout, when positive,
@@ -76,6 +79,8 @@ func New(rc *rest.Config, timeout time.Duration) (*Client, error) {
 	if c.UserAgent == "" {
 		c.UserAgent = UserAgent
 	}
+	w := rest.CopyConfig(c)
+	w.Timeout = 0
 	if timeout > 0 {
 		c.Timeout = timeout
 	}
@@ -83,7 +88,11 @@ func New(rc *rest.Config, timeout time.Duration) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("API client for %s: %w", rc.Host, err)
 	}
-	return &Client{rest: r, host: rc.Host}, nil
+	wr, err := rest.UnversionedRESTClientFor(w)
+	if err != nil {
+		return nil, fmt.Errorf("API client for %s: %w", rc.Host, err)
+	}
+	return &Client{rest: r, watchRest: wr, host: rc.Host}, nil
 }
 
 // Host is the API server's address, for messages.

@@ -96,7 +96,7 @@ func prepareAgent(_ context.Context, s *server, req *mcp.CallToolRequest) (*call
 		// A client that sent a progressToken hears of each tool call.
 		OnToolCall: mcpprogress.Reporter(req)}
 	return &call{
-		budget: s.o.Budgets.Agent, spent: errkinds.OverBudget,
+		budget: s.o.Budgets.Agent, spent: errkinds.OverBudget, setting: "gateway.mcp_http.agent_budget_per_minute",
 		quota: mcppolicy.ToolAgent, tokens: firstTurnBound(ar.SystemPrompt, ar.Message),
 		provider: ar.Provider, model: ar.Model,
 		run: func(ctx context.Context) (outcome, error) {

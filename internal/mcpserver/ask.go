@@ -80,7 +80,7 @@ func prepareAsk(_ context.Context, s *server, req *mcp.CallToolRequest) (*call, 
 		return nil, err
 	}
 	return &call{
-		budget: s.o.Budgets.Ask, spent: errkinds.OverBudget,
+		budget: s.o.Budgets.Ask, spent: errkinds.OverBudget, setting: "gateway.mcp_http.ask_budget_per_minute",
 		quota: mcppolicy.ToolAsk, tokens: askBound(ar),
 		provider: ar.Provider, model: ar.Model,
 		run: func(ctx context.Context) (outcome, error) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -43,6 +45,9 @@ type call struct {
 	// when it has no room left.
 	budget Budget
 	spent  errkinds.Kind
+	// setting is the config key of budget's limit, for the refusal's
+	// message ("" when the limit is fixed).
+	setting string
 	// quota is the tool the caller's own quota charges ("" = none) and
 	// tokens what its first model call may cost at most, held before
 	// the run.
@@ -120,7 +125,14 @@ func (s *server) decide(ctx context.Context, t *tool, req *mcp.CallToolRequest) 
 		}
 	}
 	if c.budget != nil && !c.budget.Take() {
-		return t.refused(refusal(c.spent)), refusedInfo(c.spent), nil
+		wait := budgetWait(c.budget)
+		if s.o.RetryAfter != nil {
+			s.o.RetryAfter(req, wait)
+		}
+		e := refusal(c.spent)
+		e.RetryAfterSecs = wholeSeconds(wait)
+		e.Message = budgetSpent(t.name, c.budget.Limit(), c.setting, e.RetryAfterSecs)
+		return t.refused(e), refusedInfo(c.spent), nil
 	}
 	out, err := c.run(ctx)
 	if err != nil {
@@ -164,6 +176,36 @@ func refusedInfo(kind errkinds.Kind) callInfo {
 
 // refusal is the error half of kind's refusal envelope, with its fixed
 // message.
+// budgetSpent is a spent budget's refusal message: the limit in force,
+// where it is set, and when to try again.
+func budgetSpent(tool string, limit int, setting string, retrySecs int) string {
+	where := "a fixed limit"
+	if setting != "" {
+		where = setting
+	}
+	calls := "calls"
+	if limit == 1 {
+		calls = "call"
+	}
+	return fmt.Sprintf("the gateway's budget for %s is spent: %d %s a minute for all callers together (%s); try again in %d s",
+		tool, limit, calls, where, retrySecs)
+}
+
+// budgetWait is how long until budget has room again: its own answer when
+// it can tell (the in-memory and PostgreSQL budgets can), else a whole
+// window.
+func budgetWait(b Budget) time.Duration {
+	if w, ok := b.(interface{ Wait() time.Duration }); ok {
+		return w.Wait()
+	}
+	return time.Minute
+}
+
+// wholeSeconds is d rounded up to whole seconds, at least 1: a Retry-After.
+func wholeSeconds(d time.Duration) int {
+	return max(1, int((d+time.Second-1)/time.Second))
+}
+
 func refusal(kind errkinds.Kind) *ask.Error {
 	return &ask.Error{Kind: kind, Message: kind.Message()}
 }

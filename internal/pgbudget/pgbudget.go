@@ -40,6 +40,7 @@ CREATE TABLE garra_budget_spends (
 CREATE INDEX garra_budget_spends_by_time ON garra_budget_spends (name, at);
 `},
 	quotaMigration,
+	chargeMigration,
 }
 
 const migrationsTable = "garra_budget_migrations"
@@ -62,6 +63,9 @@ type Store struct {
 	log     *slog.Logger
 	timeout time.Duration
 	now     func() time.Time
+
+	mu     sync.Mutex
+	tokens []*Tokens // every allowance made, for Flush
 }
 
 // Open migrates the budget table on pool (which the caller keeps and

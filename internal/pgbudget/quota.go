@@ -38,17 +38,74 @@ CREATE INDEX garra_quota_slots_by_name ON garra_quota_slots (name, expires);
 
 // Tokens is one orchestrator's token allowance per UTC day, shared by
 // every replica.
+//
+// What a settlement gives back (a model call used less than it held) is
+// not written at once but owed: the next charge or reservation of this
+// allowance carries it in its own round trip, or a write settleDelay
+// later does when none comes. A call thus costs one round trip, and
+// meanwhile the day counts more than was spent, never less: the other
+// replicas may refuse a little early, none admits beyond the limit.
 type Tokens struct {
 	s     *Store
 	name  string
 	mu    sync.Mutex
 	limit int64
+	// owed is the settlements not yet written (≤ 0); flushing, that a
+	// write of them is scheduled.
+	owed     int64
+	flushing bool
+}
+
+// settleDelay bounds how long a refund waits for a charge to carry it.
+const settleDelay = 200 * time.Millisecond
+
+// takeOwed hands over what is owed; the caller writes it.
+func (t *Tokens) takeOwed() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := t.owed
+	t.owed = 0
+	return n
+}
+
+// flush writes what is owed.
+func (t *Tokens) flush() {
+	t.mu.Lock()
+	t.flushing = false
+	t.mu.Unlock()
+	if n := t.takeOwed(); n != 0 {
+		t.write(n)
+	}
+}
+
+// write adds delta to today's count.
+func (t *Tokens) write(delta int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), t.s.timeout)
+	defer cancel()
+	if _, err := t.s.pool.Exec(ctx, settle, t.name, t.day(), delta); err != nil {
+		t.s.log.Error("quota: a token settlement was not recorded; the reservation stands", "quota", t.name, "err", err)
+	}
 }
 
 // Tokens returns the allowance called name of limit tokens a UTC day
 // (below 1 is raised to 1).
 func (s *Store) Tokens(name string, limit int64) *Tokens {
-	return &Tokens{s: s, name: name, limit: max(1, limit)}
+	t := &Tokens{s: s, name: name, limit: max(1, limit)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tokens = append(s.tokens, t)
+	return t
+}
+
+// Flush writes what every allowance of s owes back now: for a gateway
+// that stops, whose refunds would otherwise be lost with it.
+func (s *Store) Flush() {
+	s.mu.Lock()
+	all := append([]*Tokens(nil), s.tokens...)
+	s.mu.Unlock()
+	for _, t := range all {
+		t.flush()
+	}
 }
 
 // $2 is the day as the test clock says it, or NULL for the server's.
@@ -85,14 +142,23 @@ func (t *Tokens) Reserve(n int64) bool {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), t.s.timeout)
 	defer cancel()
+	day := t.day()
 	batch := &pgx.Batch{}
-	batch.Queue(reserve, t.name, t.day(), n, limit)
-	batch.Queue(dropDays, t.name, t.day())
+	owed := t.takeOwed()
+	if owed != 0 {
+		batch.Queue(settle, t.name, day, owed)
+	}
+	batch.Queue(reserve, t.name, day, n, limit)
+	batch.Queue(dropDays, t.name, day)
 	br := t.s.pool.SendBatch(ctx, batch)
+	var err0 error
+	if owed != 0 {
+		_, err0 = br.Exec()
+	}
 	var used int64
 	err1 := br.QueryRow().Scan(&used)
 	_, err2 := br.Exec()
-	err := errors.Join(err2, br.Close())
+	err := errors.Join(err0, err2, br.Close())
 	if !errors.Is(err1, pgx.ErrNoRows) {
 		err = errors.Join(err1, err)
 	}
@@ -103,22 +169,30 @@ func (t *Tokens) Reserve(n int64) bool {
 	return err1 == nil
 }
 
-// Settle replaces a reservation of reserved tokens with used. When the
+// Settle replaces a reservation of reserved tokens with used. A refund is
+// owed (see Tokens); more than was reserved is written at once. When the
 // database cannot be told, the reservation stands (logged): a quota errs
 // towards having spent more.
 func (t *Tokens) Settle(reserved, used int64) {
-	if reserved == used {
+	delta := used - reserved
+	if delta == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), t.s.timeout)
-	defer cancel()
-	if _, err := t.s.pool.Exec(ctx, settle, t.name, t.day(), used-reserved); err != nil {
-		t.s.log.Error("quota: a token settlement was not recorded; the reservation stands", "quota", t.name, "err", err)
+	if delta > 0 {
+		t.write(delta)
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.owed += delta
+	if !t.flushing {
+		t.flushing = true
+		time.AfterFunc(settleDelay, t.flush)
 	}
 }
 
-// Used is what today has spent and holds (the limit when the database
-// does not answer: fail closed).
+// Used is what today has spent and holds, less what this replica owes
+// back (the limit when the database does not answer: fail closed).
 func (t *Tokens) Used() int64 {
 	ctx, cancel := context.WithTimeout(context.Background(), t.s.timeout)
 	defer cancel()
@@ -127,7 +201,9 @@ func (t *Tokens) Used() int64 {
 		t.s.log.Warn("quota: the shared quota store did not answer", "quota", t.name, "err", err)
 		return t.Limit()
 	}
-	return n
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return max(0, n+t.owed)
 }
 
 // Limit is the day's allowance.

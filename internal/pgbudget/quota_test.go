@@ -145,3 +145,27 @@ func raisePeak(peak *atomic.Int64, n int64) {
 		}
 	}
 }
+
+// A refund is owed until the next charge carries it, 0.2 s pass, or the
+// store is flushed; meanwhile this replica counts it given back and the
+// others count it spent, never less than was spent.
+func TestTokenRefundOwedThenFlushed(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	s := store(t, pool(t, dsn), nil)
+	tk := s.Tokens("quota:r:tokens", 1000)
+	other := store(t, pool(t, dsn), nil).Tokens("quota:r:tokens", 1000)
+	if !tk.Reserve(600) {
+		t.Fatal("reserve refused")
+	}
+	tk.Settle(600, 100)
+	if tk.Used() != 100 {
+		t.Fatalf("this replica counts %d, want 100", tk.Used())
+	}
+	if n := other.Used(); n != 100 && n != 600 {
+		t.Fatalf("another replica counts %d, want 600 (owed) or 100 (written)", n)
+	}
+	s.Flush()
+	if n := other.Used(); n != 100 {
+		t.Fatalf("another replica counts %d after the flush, want 100", n)
+	}
+}

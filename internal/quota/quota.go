@@ -63,10 +63,78 @@ type Set struct {
 	Ask, Agent, Send Window
 	Concurrent       Slots
 	Tokens           Tokens
+	// Joint charges a call's quotas all at once (a shared store, in one
+	// round trip); nil = one after the other, in Sequential's order.
+	Joint Joint
 	// Now is the clock of the token day's end; nil = time.Now.
 	Now func() time.Time
 	// Refused, when set, is told of each refusal (the gateway's metrics).
 	Refused func(quota string)
+}
+
+// Charge is what one call takes of its orchestrator's quotas before it
+// runs: a slot of Slots, N tokens of Tokens and one take of Window; a nil
+// counter (or N = 0) is not charged.
+type Charge struct {
+	Slots  Slots
+	Tokens Tokens
+	N      int64
+	Window Window
+}
+
+// Part is which part of a Charge refused it.
+type Part int
+
+// The parts of a Charge, in the order they are checked: the first that
+// has no room refuses the call.
+const (
+	Admitted Part = iota
+	RefusedSlot
+	RefusedTokens
+	RefusedWindow
+)
+
+// Joint charges a whole Charge, all or nothing: admitted, it holds the
+// slot (release gives it back, once), the tokens and the take; refused,
+// it holds nothing and says which part refused, checked in Part's order,
+// and for RefusedWindow the wait until the window has room (0 = unknown).
+// Every Joint refuses exactly what Sequential refuses.
+type Joint interface {
+	Charge(c Charge) (release func(), refused Part, wait time.Duration)
+}
+
+// Sequential charges the parts one after the other, each giving back what
+// the earlier ones took when it refuses. It is the Joint of counters that
+// share nothing, and the reference every other Joint answers as.
+type Sequential struct{}
+
+// Charge charges c part by part.
+func (Sequential) Charge(c Charge) (func(), Part, time.Duration) {
+	var release func()
+	if c.Slots != nil {
+		r, ok := c.Slots.Acquire()
+		if !ok {
+			return nil, RefusedSlot, 0
+		}
+		release = r
+	}
+	giveBack := func() {
+		if release != nil {
+			release()
+		}
+	}
+	if c.Tokens != nil && c.N > 0 && !c.Tokens.Reserve(c.N) {
+		giveBack()
+		return nil, RefusedTokens, 0
+	}
+	if c.Window != nil && !c.Window.Take() {
+		if c.Tokens != nil && c.N > 0 {
+			c.Tokens.Settle(c.N, 0)
+		}
+		giveBack()
+		return nil, RefusedWindow, 0
+	}
+	return release, Admitted, 0
 }
 
 // Bounded reports whether s bounds anything.
@@ -104,47 +172,47 @@ func (r *Refusal) Message() string {
 const concurrentRetry = 5 * time.Second
 
 // Admit charges one call of tool before it runs, holding tokens of the
-// day's allowance for its first model call (0 = none). The reversible
-// holds (a run slot, the tokens) come first and the per-minute take last,
-// so that a refused call has spent nothing. A tool no quota bounds gets a
-// nil Grant, which is ready to use.
+// day's allowance for its first model call (0 = none). All of it is
+// charged or none (Joint): a refused call has spent nothing. A tool no
+// quota bounds gets a nil Grant, which is ready to use.
 func (s *Set) Admit(tool string, tokens int64) (*Grant, *Refusal) {
 	if !s.Bounded() {
 		return nil, nil
 	}
-	var w Window
+	var c Charge
 	var wname string
 	switch tool {
 	case mcppolicy.ToolAsk:
-		w, wname = s.Ask, AskPerMinute
+		c.Window, wname = s.Ask, AskPerMinute
 	case mcppolicy.ToolAgent:
-		w, wname = s.Agent, AgentPerMinute
+		c.Window, wname = s.Agent, AgentPerMinute
+		c.Slots = s.Concurrent
 	case mcppolicy.ToolSendMessage:
-		w, wname = s.Send, SendPerMinute
+		c.Window, wname = s.Send, SendPerMinute
 		tokens = 0
 	default:
 		return nil, nil
 	}
-	g := &Grant{s: s}
-	if tool == mcppolicy.ToolAgent && s.Concurrent != nil {
-		release, ok := s.Concurrent.Acquire()
-		if !ok {
-			return nil, s.refuse(AgentConcurrent, concurrentRetry)
-		}
-		g.release = release
-	}
 	if s.Tokens != nil && tokens > 0 {
-		if !s.Tokens.Reserve(tokens) {
-			g.Done()
-			return nil, s.refuse(LLMTokensPerDay, s.untilTomorrow())
+		c.Tokens, c.N = s.Tokens, tokens
+	}
+	var j Joint = Sequential{}
+	if s.Joint != nil {
+		j = s.Joint
+	}
+	release, refused, wait := j.Charge(c)
+	switch refused {
+	case RefusedSlot:
+		return nil, s.refuse(AgentConcurrent, concurrentRetry)
+	case RefusedTokens:
+		return nil, s.refuse(LLMTokensPerDay, s.untilTomorrow())
+	case RefusedWindow:
+		if wait <= 0 {
+			wait = waitOf(c.Window)
 		}
-		g.prepaid = tokens
+		return nil, s.refuse(wname, wait)
 	}
-	if w != nil && !w.Take() {
-		g.Done()
-		return nil, s.refuse(wname, waitOf(w))
-	}
-	return g, nil
+	return &Grant{s: s, release: release, prepaid: c.N}, nil
 }
 
 func (s *Set) refuse(quota string, wait time.Duration) *Refusal {
