@@ -228,6 +228,16 @@ func (c *Confinement) namespaces() string {
 	return ns
 }
 
+// NetworkBounded implements tools.NetworkBounder: with egress none, each
+// call is kept off the network by the kernel where no rule of the shell
+// gate is needed for it. That takes Landlock denying TCP connects (ABI 4)
+// and either the call's own empty network namespace or Landlock denying
+// UDP sends too (ABI 10), and Landlock's file rules, which keep a push to
+// a path outside the workspace from writing there.
+func (c *Confinement) NetworkBounded() bool {
+	return c.noConnect && c.abi >= 4 && (c.nsOff == "" || c.abi >= 10)
+}
+
 // Warning is what the startup log warns about: bash running where the
 // kernel cannot confine it; "" when nothing is amiss.
 func (c *Confinement) Warning() string {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/hands"
+	"github.com/garraia/garra/internal/jail"
 	"github.com/garraia/garra/internal/procguard"
 	"github.com/garraia/garra/internal/tools"
 
@@ -77,10 +78,21 @@ func runHelper() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	// GARRA_TEST_GATE=on sends each command through the bash tool, shell
+	// gate first, as garra_agent's model would.
+	run := bash.Run
+	if os.Getenv("GARRA_TEST_GATE") == "on" {
+		local := hands.Local(cfg, jail.New([]string{ws}), ws, bash, nil)
+		run = func(ctx context.Context, c, _ string) (string, int, error) {
+			args, _ := json.Marshal(map[string]any{"command": c})
+			r, err := local.Call(ctx, tools.ToolBash, args)
+			return r.Output, 0, err
+		}
+	}
 	var out []report
 	for _, c := range cmds {
 		c = strings.ReplaceAll(c, "GARRA_PID", strconv.Itoa(os.Getpid()))
-		o, code, err := bash.Run(context.Background(), c, "")
+		o, code, err := run(context.Background(), c, "")
 		r := report{Output: o, Code: code}
 		if err != nil {
 			r.Err = err.Error()
@@ -336,6 +348,47 @@ func TestConfinedBashEgressNone(t *testing.T) {
 				t.Errorf("control command %d did not connect, so the test cannot tell: %+v", i, r)
 			}
 		}
+	}
+}
+
+// With egress none, where the kernel alone keeps the call off the network
+// (Landlock's TCP rule and the call's own network namespace), the shell
+// gate lets curl and git push through and the kernel refuses their
+// connections; where UDP would stay open (no namespace, ABI below 10) the
+// gate's network rules are back.
+func TestEgressNoneLeavesTheNetworkToTheKernel(t *testing.T) {
+	needLandlock(t)
+	w := newWorld(t)
+	needNamespaces(t, w)
+	port := listenLoopback(t)
+	// curl's exit 7 is "could not connect", 28 a timeout.
+	cmds := []string{
+		"curl -s -m 3 -o /dev/null http://127.0.0.1:" + port + "/; rc=$?; [ $rc -ne 7 ] && [ $rc -ne 28 ] && echo CONNECTED",
+		"/usr/bin/curl -s -m 3 -o /dev/null http://127.0.0.1:" + port + "/; rc=$?; [ $rc -ne 7 ] && [ $rc -ne 28 ] && echo CONNECTED",
+		"cd \"$(mktemp -d)\" && git init -q && git -c user.name=t -c user.email=t@t.test commit -q --allow-empty -m x && " +
+			"git push http://127.0.0.1:" + port + "/repo.git HEAD 2>&1; echo pushed",
+	}
+	rs := w.run(t, true, cmds, "GARRA_TEST_EGRESS=none", "GARRA_TEST_GATE=on")
+	for i, r := range rs {
+		if strings.HasPrefix(r.Output, "blocked: ") {
+			t.Errorf("command %d was stopped by the gate, not the kernel: %+v", i, r)
+		}
+		if strings.Contains(r.Output, "CONNECTED") {
+			t.Errorf("command %d connected with egress none: %+v", i, r)
+		}
+	}
+	if r := rs[2]; !strings.Contains(r.Output, "Failed to connect") || !strings.Contains(r.Output, "pushed") {
+		t.Errorf("git push reached the server, or never tried: %+v", r)
+	}
+	rs = w.run(t, true, cmds, "GARRA_TEST_EGRESS=none", "GARRA_TEST_GATE=on", "GARRA_TEST_NS=off")
+	for i, r := range rs {
+		if !strings.HasPrefix(r.Output, "blocked: ") {
+			t.Errorf("without a network namespace (UDP open), command %d passed the gate: %+v", i, r)
+		}
+	}
+	// The control: unconfined, the same curl reaches the server.
+	if r := w.run(t, false, cmds[:1])[0]; !strings.Contains(r.Output, "CONNECTED") {
+		t.Errorf("control: curl did not connect, so the test cannot tell: %+v", r)
 	}
 }
 

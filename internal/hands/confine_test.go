@@ -116,6 +116,38 @@ func TestConfinementString(t *testing.T) {
 	}
 }
 
+// The shell gate leaves the network to the kernel only where the kernel
+// keeps a call off it entirely: egress none, Landlock denying TCP connects
+// (and its file rules), and UDP closed by the call's own network namespace
+// or by Landlock itself (ABI 10).
+func TestConfinementNetworkBounded(t *testing.T) {
+	none := config.Default()
+	none.Agent.Egress = config.EgressNone
+	noNS := errors.New("probe said no")
+	for _, tc := range []struct {
+		name string
+		cfg  *config.Config
+		abi  int
+		ns   error
+		want bool
+	}{
+		{"egress none, ABI 7, namespaces", none, 7, nil, true},
+		{"egress internet", config.Default(), 7, nil, false},
+		{"egress none, no namespaces, UDP open (ABI 7)", none, 7, noNS, false},
+		{"egress none, no namespaces, UDP denied (ABI 10)", none, 10, noNS, true},
+		{"egress none, namespaces, TCP connect not denied (ABI 3)", none, 3, nil, false},
+		{"egress none, namespaces, no Landlock", none, 0, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := hands.NewConfinement(tc.cfg, hands.ConfineOptions{Role: hands.RoleLaptop, ABI: abi(tc.abi),
+				Namespaces: func() error { return tc.ns }})
+			if got := c.NetworkBounded(); got != tc.want {
+				t.Errorf("NetworkBounded() = %v, want %v (%s)", got, tc.want, c)
+			}
+		})
+	}
+}
+
 // A call's domain: it writes its workspace and a private TMPDIR, which
 // goes when the call ends; garra's paths under a granted one are cut out
 // of it (a config under /etc, the user's credential stores in a workspace

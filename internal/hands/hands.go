@@ -16,6 +16,7 @@ import (
 
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/jail"
+	"github.com/garraia/garra/internal/shellgate"
 	"github.com/garraia/garra/internal/tools"
 )
 
@@ -87,17 +88,23 @@ type SandboxOptions struct {
 	// Confiner confines each bash call inside the pod as a second layer
 	// (nil: the pod alone).
 	Confiner tools.Confiner
+	// Env is asked at each bash call for variables to add (the egress
+	// proxy's; nil: none).
+	Env func() []string
 }
 
 // Sandbox is the executor inside a sandbox pod. The pod is the boundary,
 // so bash always runs, on the pod's own host, with no process limit of
-// its own: the pod's pids limit bounds it. There is no web_search: it
-// stays in the gateway, which holds the key.
+// its own: the pod's pids limit bounds it. Its NetworkPolicy decides the
+// network (none, the internet, or only the gateway's egress proxy), so
+// the shell gate's network rules are off there. There is no web_search:
+// it stays in the gateway, which holds the key.
 func Sandbox(o SandboxOptions) *tools.Local {
 	return tools.NewLocal(tools.LocalOptions{
 		Jail:           o.Jail,
 		WorkingDir:     o.Workspace,
-		Bash:           &tools.HostRunner{DefaultDir: o.Workspace, MaxOutputBytes: o.MaxOutputBytes, MaxProcs: -1, Confiner: o.Confiner},
+		Bash:           &tools.HostRunner{DefaultDir: o.Workspace, MaxOutputBytes: o.MaxOutputBytes, MaxProcs: -1, Confiner: o.Confiner, ExtraEnv: o.Env},
+		Gate:           shellgate.Policy{NetworkBounded: true},
 		HTTPClient:     o.HTTPClient,
 		MaxOutputBytes: o.MaxOutputBytes,
 	})

@@ -94,7 +94,7 @@ func (c *checker) gateCall(cl callCtx) string {
 
 // program applies the rules for prog itself.
 func (c *checker) program(prog string, cl callCtx) string {
-	if networkPrograms()[prog] {
+	if networkPrograms()[prog] && !c.networkBounded() {
 		return "network-capable program " + q(prog)
 	}
 	if prog == "printenv" {

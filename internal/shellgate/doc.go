@@ -26,7 +26,10 @@
 // processes; in a sandbox the pod is the boundary. So the gate no longer
 // models every way a program can open a file: it stops the obvious and the
 // careless, and what the kernel cannot see (code hidden from it, fork
-// bombs, git's hooks and config, the machine's devices).
+// bombs, git's hooks and config, the machine's devices). Where the network
+// is decided outside the process (a sandbox pod's NetworkPolicy, an empty
+// network namespace, a container without a network), Policy.NetworkBounded
+// turns the network rules off rather than keep two answers to one question.
 //
 // Policy choices worth knowing:
 //

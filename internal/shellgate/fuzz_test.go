@@ -38,7 +38,7 @@ func FuzzCheck(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, cmd string) {
 		start := time.Now()
-		d := decide(cmd)
+		d := decide(cmd, Policy{})
 		if el := time.Since(start); el > 3*time.Second {
 			t.Fatalf("decision took %v", el)
 		}

@@ -33,24 +33,41 @@ const (
 	maxNameLen = 40
 )
 
-// Check parses command as bash and decides whether it may run. It has no
-// side effects and is safe for concurrent use.
-func Check(command string) (d Decision) {
+// Policy is what the gate may leave to a boundary outside it.
+type Policy struct {
+	// NetworkBounded says the network the command can reach is already
+	// decided outside the process: by a sandbox pod's NetworkPolicy
+	// (nothing, the public internet, or only the gateway's egress proxy,
+	// which holds the credentials), or by the kernel (the call's own empty
+	// network namespace, a container without a network). There the gate's
+	// network rules only get in the way of the work the boundary was set
+	// up for, so network-capable programs and git push pass; every other
+	// rule stands.
+	NetworkBounded bool
+}
+
+// Check parses command as bash and decides whether it may run, with every
+// rule on. It has no side effects and is safe for concurrent use.
+func Check(command string) Decision { return CheckWith(command, Policy{}) }
+
+// CheckWith is Check under a policy.
+func CheckWith(command string, p Policy) (d Decision) {
 	defer func() {
 		// The gate is fail-closed even against its own bugs.
 		if recover() != nil {
 			d = Decision{Reason: "internal error while analysing the command"}
 		}
 	}()
-	return decide(command)
+	return decide(command, p)
 }
 
-// decide is Check without the panic guard, so that fuzzing sees panics.
-func decide(command string) Decision {
+// decide is CheckWith without the panic guard, so that fuzzing sees panics.
+func decide(command string, p Policy) Decision {
 	if len(command) > maxInput {
 		return Decision{Reason: "command too long to analyse"}
 	}
 	e := newEnv()
+	e.policy = p
 	for pass := 0; pass < maxPasses; pass++ {
 		e.stale = false
 		clear(e.memo)
@@ -560,3 +577,7 @@ func isDigits(s string) bool {
 	}
 	return true
 }
+
+// networkBounded reports the policy's NetworkBounded; a checker outside a
+// decision (no env) has every rule on.
+func (c *checker) networkBounded() bool { return c.env != nil && c.env.policy.NetworkBounded }

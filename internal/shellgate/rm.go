@@ -463,7 +463,7 @@ func (c *checker) copyRule(prog string, args []arg) string {
 		return r
 	}
 	for _, s := range srcs {
-		if s.lit && strings.Contains(s.val, "/") && networkPrograms()[progName(s.val)] {
+		if s.lit && strings.Contains(s.val, "/") && networkPrograms()[progName(s.val)] && !c.networkBounded() {
 			return "copy of network-capable program " + q(progName(s.val))
 		}
 		if r := c.copyName(prog, []arg{s}, dest, intoDir || len(srcs) > 1); r != "" {

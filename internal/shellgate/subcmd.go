@@ -250,7 +250,11 @@ func (c *checker) git(cl callCtx) string {
 	}
 	sub := args[i].val
 	rest := args[i+1:]
-	if gitDenied()[sub] || strings.HasPrefix(sub, "credential-") {
+	// Where a push goes is the network boundary's to decide when there is
+	// one; its options are still checked (--receive-pack, --exec run
+	// programs).
+	bounded := sub == "push" && c.networkBounded()
+	if !bounded && (gitDenied()[sub] || strings.HasPrefix(sub, "credential-")) {
 		return "mutating subcommand " + q("git "+sub)
 	}
 	if foreignDir {

@@ -151,6 +151,7 @@ func (vi *varInfo) value() value {
 // env is what the whole script (nested code included) assigns. It is shared
 // by every checker of one Check and only ever grows.
 type env struct {
+	policy    Policy
 	vars      map[string]*varInfo
 	funcArgs  map[string]*varInfo       // positional parameters of a function, from its call sites
 	funcs     map[string]bool           // functions the script defines

@@ -66,11 +66,15 @@ func allowlistedEnv() []string {
 	return env
 }
 
-func bashTool() Tool {
+func bashTool(gate shellgate.Policy) Tool {
+	blocked := "destructive, network-capable and inline-code commands are blocked. "
+	if gate.NetworkBounded {
+		blocked = "destructive and inline-code commands are blocked; the network is what the sandbox bash runs in allows. "
+	}
 	return Tool{
 		Name: ToolBash,
 		Description: "Run a bash command line in the working directory and return its combined stdout and stderr. " +
-			"There is no confirmation channel: destructive, network-capable and inline-code commands are blocked. " +
+			"There is no confirmation channel: " + blocked +
 			"Output is truncated when long.",
 		InputSchema: objectSchema(map[string]prop{
 			"command":      stringProp("The bash command line to run.", maxCommandLen),
@@ -100,7 +104,7 @@ func (l *Local) callBash(ctx context.Context, raw json.RawMessage) (Result, erro
 	if err != nil {
 		return argsError(ToolBash, err), nil
 	}
-	if d := shellgate.Check(command); !d.Allowed {
+	if d := shellgate.CheckWith(command, l.gate); !d.Allowed {
 		return Result{Output: "blocked: " + d.Reason, IsError: true}, nil
 	}
 	runCtx, cancel := context.WithTimeout(ctx, time.Duration(secs)*time.Second)
@@ -167,6 +171,10 @@ type HostRunner struct {
 	// Confiner, when set, makes each command's kernel confinement; a
 	// call it refuses does not run.
 	Confiner Confiner
+	// ExtraEnv, when set, is asked at each call for variables added to
+	// the allowlisted environment (the sandbox's egress proxy settings,
+	// whose token follows a rotation).
+	ExtraEnv func() []string
 }
 
 // Confiner makes the kernel confinement of one bash call on the host: what
@@ -177,6 +185,23 @@ type Confiner interface {
 	// Confine prepares one call in dir. An error refuses the call; its
 	// message is shown to the model and names no path.
 	Confine(dir string) (Confinement, error)
+}
+
+// NetworkBounder is a bash runner, or a Confiner, that knows whether every
+// command it runs reaches only the network a boundary outside the shell
+// gate decides: none at all (a network namespace of the call's own, a
+// container without a network), or whatever a pod's NetworkPolicy allows.
+// Then the gate's network rules step aside (shellgate.Policy): the kernel
+// answers that question, and the gate would only answer it again, worse.
+type NetworkBounder interface {
+	NetworkBounded() bool
+}
+
+// NetworkBounded reports whether r's Confiner keeps every command off the
+// network.
+func (r *HostRunner) NetworkBounded() bool {
+	nb, ok := r.Confiner.(NetworkBounder)
+	return ok && nb.NetworkBounded()
 }
 
 // Confinement is one call's confinement.
@@ -220,6 +245,9 @@ func (r *HostRunner) Run(ctx context.Context, command, workDir string) (string, 
 	defer func() { _ = pr.Close() }()
 	lim := procguard.Limits{MaxProcs: r.MaxProcs}
 	env := allowlistedEnv()
+	if r.ExtraEnv != nil {
+		env = append(env, r.ExtraEnv()...)
+	}
 	if r.Confiner != nil {
 		conf, err := r.Confiner.Confine(dir)
 		if err != nil {

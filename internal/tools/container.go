@@ -98,6 +98,9 @@ type ContainerRunner struct {
 	MaxOutputBytes int
 }
 
+// NetworkBounded is true: the container runs with --network none.
+func (r *ContainerRunner) NetworkBounded() bool { return true }
+
 var _ BashRunner = (*ContainerRunner)(nil)
 
 // NewContainerRunner returns a runner for backend with the defaults and

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -114,6 +115,26 @@ func (g *EgressGuard) allows(addr string) bool {
 	}
 	h := normHost(host)
 	return g.allowed[h] || g.allowed[net.JoinHostPort(h, port)]
+}
+
+// DialContext connects to addr (host:port) as web_fetch does: the host is
+// resolved and each address checked just before connect, unless the
+// allowlist names the host. The gateway's egress proxy dials its upstreams
+// with it, so a sandbox's request through the proxy reaches no more of
+// the gateway's networks than web_fetch does. A refusal is an error for
+// which RefusedDestination reports true.
+func (g *EgressGuard) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return g.dialContext(ctx, network, addr)
+}
+
+// RefusedDestination reports whether err (or one it wraps) is the guard
+// refusing a destination, and why ("a loopback address", …).
+func RefusedDestination(err error) (string, bool) {
+	var r *egressRefusal
+	if errors.As(err, &r) {
+		return r.reason, true
+	}
+	return "", false
 }
 
 func (g *EgressGuard) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {

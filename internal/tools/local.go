@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/garraia/garra/internal/jail"
+	"github.com/garraia/garra/internal/shellgate"
 )
 
 // Tool names, as the model sees them.
@@ -39,6 +40,10 @@ type LocalOptions struct {
 	// Bash runs shell commands. Nil means bash is not registered at all
 	// (see DecideBash for when it may be set).
 	Bash BashRunner
+	// Gate is the shell gate's policy for those commands (the zero value:
+	// every rule on). A runner that is a NetworkBounder saying so turns
+	// its network rules off whatever Gate says.
+	Gate shellgate.Policy
 	// BraveAPIKey enables web_search; "" means web_search is not
 	// registered.
 	BraveAPIKey string
@@ -67,6 +72,7 @@ type Local struct {
 	jail      *jail.Jail
 	workDir   string
 	bash      BashRunner
+	gate      shellgate.Policy
 	braveKey  string
 	braveBase string
 	http      *http.Client
@@ -90,12 +96,16 @@ func NewLocal(o LocalOptions) *Local {
 		jail:      o.Jail,
 		workDir:   o.WorkingDir,
 		bash:      o.Bash,
+		gate:      o.Gate,
 		braveKey:  o.BraveAPIKey,
 		braveBase: strings.TrimRight(o.BraveBaseURL, "/"),
 		http:      o.HTTPClient,
 		maxOut:    o.MaxOutputBytes,
 		backup:    o.FileWriteBackup,
 		handlers:  map[string]handler{},
+	}
+	if nb, ok := o.Bash.(NetworkBounder); ok && nb.NetworkBounded() {
+		l.gate.NetworkBounded = true
 	}
 	if l.braveBase == "" {
 		l.braveBase = DefaultBraveBaseURL
@@ -115,7 +125,7 @@ func NewLocal(o LocalOptions) *Local {
 		l.handlers[t.Name] = h
 	}
 	if l.bash != nil {
-		add(bashTool(), l.callBash)
+		add(bashTool(l.gate), l.callBash)
 	}
 	add(fileReadTool(), l.callFileRead)
 	add(fileWriteTool(), l.callFileWrite)

@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/garraia/garra/internal/sandbox"
+	"github.com/garraia/garra/internal/shellgate"
 	"github.com/garraia/garra/internal/tools"
 )
 
@@ -69,7 +70,7 @@ func TestRemoteListsTheSandboxTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := tools.NewLocal(tools.LocalOptions{Bash: &tools.HostRunner{}}).Tools(context.Background())
+	want, _ := tools.NewLocal(tools.LocalOptions{Bash: &tools.HostRunner{}, Gate: shellgate.Policy{NetworkBounded: true}}).Tools(context.Background())
 	if g, w := tools.Names(got), tools.Names(want); !slices.Equal(g, w) {
 		t.Fatalf("names %v, want %v", g, w)
 	}
@@ -109,7 +110,7 @@ func TestRemoteIsErrorPropagates(t *testing.T) {
 	for _, tc := range []struct{ name, args, want string }{
 		{"file_read", `{"path":"missing.txt"}`, "does not exist"},
 		{"file_write", `{"path":"../x.txt","content":"x"}`, "outside the allowed directories"},
-		{"bash", `{"command":"curl x"}`, "blocked: "},
+		{"bash", `{"command":"printenv"}`, "blocked: "},
 		{"bash", `{"command":"pwd","nope":1}`, "nope: unknown field"},
 		{"web_fetch", `{"url":"ftp://example.com/"}`, "ftp"},
 		// Not JSON at all: answered locally, still a tool error.
