@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -14,12 +15,14 @@ import (
 	"github.com/garraia/garra/internal/chat/chatruntime"
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/gateway"
+	"github.com/garraia/garra/internal/kube"
 	"github.com/garraia/garra/internal/pgbudget"
 	"github.com/garraia/garra/internal/redact"
 )
 
 func newGatewayCommand(o *rootOptions) *cobra.Command {
-	return &cobra.Command{
+	var watch policyWatchFlags
+	cmd := &cobra.Command{
 		Use:   "gateway",
 		Short: "Serve the HTTP MCP gateway (POST /mcp, /healthz, /readyz, /metrics)",
 		Long: `Serve the HTTP MCP gateway on gateway.listen.
@@ -39,6 +42,22 @@ SIGTERM the gateway drains: /readyz and new requests answer 503, calls in
 flight get up to gateway.drain_seconds (default 30) to finish, then are cut
 with their timeout kind. The process is non-dumpable, so no tool child can
 read its environment.
+
+With gateway.egress.listen set it also serves the egress proxy, the only
+way out of sandboxes with egress: gateway: each sandbox is known by a token
+derived from its own, reaches only its orchestrator's hosts, and gets its
+orchestrator's credentials injected for their hosts (TLS terminated with
+gateway.egress.ca_cert_file's CA, upstream TLS verified); the credentials
+never reach the sandbox. Credential files are re-read like token files.
+
+In a cluster, --watch-configmap and --watch-secret name the objects the
+config file and the token files are mounted from (the operator sets them):
+the gateway then also watches those two objects through the API server,
+with its ServiceAccount (or gateway.auth.kubeconfig), and applies a change
+as soon as the API server has it instead of when the kubelet rewrites the
+files. The ConfigMap's key is the config file's name; a token file directly
+in --watch-secret-dir is the Secret's key of its name. When the API server
+cannot be reached the files are the source again.
 
 Each caller sees only what its policy allows: tools, resources (garra://status,
 garra://policy, garra://chats, garra://chats/{chat}) and prompts
@@ -103,6 +122,8 @@ tokens, prompts, answers or chat ids in clear. Error kinds: docs/errors.md.`,
 				if err != nil {
 					return err
 				}
+				// Token refunds still owed go out before the pool closes.
+				defer bs.Flush()
 				budgets = func(name string, limit int, window time.Duration) gateway.Counter {
 					return bs.Budget(name, limit, window)
 				}
@@ -111,11 +132,16 @@ tokens, prompts, answers or chat ids in clear. Error kinds: docs/errors.md.`,
 					Slots: func(name string, limit int, lease time.Duration) gateway.SlotCounter {
 						return bs.Slots(name, limit, lease)
 					},
+					Joint: bs,
 				}
+			}
+			pw, err := watch.policyWatch(cfg, src.Path)
+			if err != nil {
+				return err
 			}
 			g, err := gateway.New(gateway.Options{Config: cfg, Getenv: o.getenv, Logger: log, Version: version, Audit: auditLog,
 				Store: chatRT.Store, Sender: chatRT.Sender, ConfigPath: src.Path, ConfigBytes: cfgBytes, Budgets: budgets, Quotas: quotas,
-				TracerProvider: tp})
+				TracerProvider: tp, PolicyWatch: pw})
 			if err != nil {
 				return fmt.Errorf("gateway: %w", err)
 			}
@@ -123,6 +149,49 @@ tokens, prompts, answers or chat ids in clear. Error kinds: docs/errors.md.`,
 			return g.Run(cmd.Context(), nil)
 		},
 	}
+	f := cmd.Flags()
+	f.StringVar(&watch.namespace, "watch-namespace", "", "namespace of the objects --watch-configmap and --watch-secret name")
+	f.StringVar(&watch.configMap, "watch-configmap", "", "ConfigMap the config file is mounted from, watched through the API server (key: the config file's name); needs the other --watch flags")
+	f.StringVar(&watch.secret, "watch-secret", "", "Secret the token files are mounted from, watched through the API server; needs the other --watch flags")
+	f.StringVar(&watch.secretDir, "watch-secret-dir", "", "directory --watch-secret is mounted on: a token file directly in it is read from the Secret's key of its name while the watch is live")
+	return cmd
+}
+
+// policyListTimeout bounds one list of a policy object.
+const policyListTimeout = 10 * time.Second
+
+// policyWatchFlags name the gateway's policy objects in the cluster.
+type policyWatchFlags struct {
+	namespace, configMap, secret, secretDir string
+}
+
+// policyWatch is the watch the flags ask for: nil when none is set, an
+// error naming the flag when they are incomplete.
+func (w policyWatchFlags) policyWatch(cfg *config.Config, configPath string) (*gateway.PolicyWatch, error) {
+	if w == (policyWatchFlags{}) {
+		return nil, nil
+	}
+	for _, f := range []struct{ name, v string }{
+		{"--watch-namespace", w.namespace}, {"--watch-configmap", w.configMap},
+		{"--watch-secret", w.secret}, {"--watch-secret-dir", w.secretDir},
+	} {
+		if f.v == "" {
+			return nil, fmt.Errorf("%s is empty: the policy watch needs all four --watch flags", f.name)
+		}
+	}
+	if configPath == "" {
+		return nil, errors.New("--watch-configmap needs --config: the ConfigMap's key is the config file's name, and the file is the fallback")
+	}
+	rc, err := kube.Config(cfg.Gateway.Auth.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("policy watch: %w", err)
+	}
+	// The bound is for each list; a watch request bounds itself.
+	c, err := kube.New(rc, policyListTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("policy watch: %w", err)
+	}
+	return &gateway.PolicyWatch{Client: c, Namespace: w.namespace, ConfigMap: w.configMap, Secret: w.secret, SecretDir: w.secretDir}, nil
 }
 
 // gatewayGCPercent is the gateway's GOGC unless the variable sets one.

@@ -44,6 +44,17 @@ Environment (exactly one):
   GARRA_SANDBOX_TOKEN       the bearer token (at least 16 characters)
   GARRA_SANDBOX_TOKEN_FILE  a file holding it (or --token-file)
 
+Egress through the gateway (orchestrators with egress: gateway):
+  GARRA_EGRESS_PROXY        the gateway's egress proxy, http://HOST:PORT
+  GARRA_EGRESS_CA_FILE      PEM of the gateway's CA
+With both set, every bash call gets HTTPS_PROXY/HTTP_PROXY (and the lower
+case forms) pointing at the proxy with this sandbox's egress token (derived
+from its token; never the token itself), NO_PROXY for loopback, and
+SSL_CERT_FILE, GIT_SSL_CAINFO, CURL_CA_BUNDLE, REQUESTS_CA_BUNDLE naming a
+bundle written at start (the image's roots + the gateway's CA) and
+NODE_EXTRA_CA_CERTS the CA alone; web_fetch uses the proxy too. The
+credentials the gateway injects never enter the pod.
+
 A token file may hold several tokens, one per line, each accepted (the
 overlap of a rotation). It is re-read when it changes (a mounted Secret's
 update), so a rotated token works without a restart; a file that cannot
@@ -93,9 +104,12 @@ groups.`,
 				Version:         version,
 				ShutdownTimeout: time.Duration(drainSeconds) * time.Second,
 				RequiredTools:   requiredTools,
+				EgressProxy:     o.getenv(sandbox.EgressProxyEnv),
+				EgressCAFile:    o.getenv(sandbox.EgressCAFileEnv),
 			})
 			if err != nil {
-				if errors.Is(err, sandbox.ErrNoToken) || errors.Is(err, sandbox.ErrWeakToken) || errors.Is(err, sandbox.ErrWorkspace) {
+				if errors.Is(err, sandbox.ErrNoToken) || errors.Is(err, sandbox.ErrWeakToken) || errors.Is(err, sandbox.ErrWorkspace) ||
+					errors.Is(err, sandbox.ErrEgress) {
 					return usageError("sandbox: %v", err)
 				}
 				return fmt.Errorf("sandbox: %w", err)

@@ -45,6 +45,10 @@ func TestFences(t *testing.T) {
 		// The sandbox pod runs the agent's hands and nothing else: no LLM
 		// client, no credentials of the cluster, no store.
 		{"sandbox", []string{"internal/sandbox"}, join(kubernetes, stores, prometheus, telegram, llmSDKs, identity)},
+		// The egress proxy decides and carries out; the gateway records
+		// (audit, metrics) through a callback, so the proxy links neither
+		// Prometheus nor a store nor the cluster.
+		{"egress proxy", []string{"internal/egressproxy"}, join(kubernetes, stores, prometheus, telegram, llmSDKs, identity)},
 		// Policy is pure: who may call what, decided from the config.
 		{"mcppolicy", []string{"internal/mcppolicy"}, join(kubernetes, identity, mcpSDK, stores, prometheus)},
 		// The operator reconciles objects; it serves no MCP, and its
