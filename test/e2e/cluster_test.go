@@ -235,12 +235,29 @@ const doubleName = "llmdouble"
 
 // deployDouble runs the LLM double image in ns behind a Service on 8080.
 func (k *cluster) deployDouble(ctx context.Context, ns string) error {
-	lbl := map[string]string{"app.kubernetes.io/name": doubleName}
+	return k.createWorkload(ctx, ns, doubleName, corev1.Container{
+		Image: k.p.DoubleImage,
+		Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: "/_double/healthz", Port: intstr.FromString("http")}}, PeriodSeconds: 1},
+	}, nil, corev1.ServicePort{Name: "http", Port: 8080, TargetPort: intstr.FromString("http")})
+}
+
+// createWorkload runs c (named name) as one replica in ns, hardened as
+// every helper of the suite (non-root 65532, no API token, read-only root,
+// no capabilities), with volumes, behind a Service of one port; an
+// existing one is kept.
+func (k *cluster) createWorkload(ctx context.Context, ns, name string, c corev1.Container, volumes []corev1.Volume, port corev1.ServicePort) error {
+	lbl := map[string]string{"app.kubernetes.io/name": name}
 	one := int32(1)
 	no, yes := false, true
 	uid := int64(65532)
+	c.Name = name
+	c.ImagePullPolicy = corev1.PullIfNotPresent
+	c.SecurityContext = &corev1.SecurityContext{AllowPrivilegeEscalation: &no, ReadOnlyRootFilesystem: &yes,
+		Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
 	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: doubleName, Namespace: ns, Labels: lbl},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: lbl},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: &one,
 			Selector: &metav1.LabelSelector{MatchLabels: lbl},
@@ -248,25 +265,17 @@ func (k *cluster) deployDouble(ctx context.Context, ns string) error {
 				ObjectMeta: metav1.ObjectMeta{Labels: lbl},
 				Spec: corev1.PodSpec{
 					AutomountServiceAccountToken: &no,
-					SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: &yes, RunAsUser: &uid,
+					SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: &yes, RunAsUser: &uid, FSGroup: &uid,
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
-					Containers: []corev1.Container{{
-						Name:            doubleName,
-						Image:           k.p.DoubleImage,
-						ImagePullPolicy: corev1.PullIfNotPresent,
-						Ports:           []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
-						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-							Path: "/_double/healthz", Port: intstr.FromString("http")}}, PeriodSeconds: 1},
-						SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: &no, ReadOnlyRootFilesystem: &yes,
-							Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
-					}},
+					Containers: []corev1.Container{c},
+					Volumes:    volumes,
 				},
 			},
 		},
 	}
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: doubleName, Namespace: ns, Labels: lbl},
-		Spec:       corev1.ServiceSpec{Selector: lbl, Ports: []corev1.ServicePort{{Name: "http", Port: 8080, TargetPort: intstr.FromString("http")}}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: lbl},
+		Spec:       corev1.ServiceSpec{Selector: lbl, Ports: []corev1.ServicePort{port}},
 	}
 	for _, o := range []client.Object{d, svc} {
 		if err := k.c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {

@@ -104,6 +104,31 @@ func waitReady(ctx context.Context, gs *garrav1alpha1.GarraServer, timeout time.
 	Expect(k.waitReady(ctx, client.ObjectKeyFromObject(gs), timeout)).To(Succeed())
 }
 
+// sh runs script with bash in pod of ns and returns its standard output;
+// a failed exec fails the spec.
+func (k *cluster) sh(ctx context.Context, ns string, pod *corev1.Pod, script string) string {
+	GinkgoHelper()
+	out, errOut, err := k.exec(ctx, ns, pod.Name, "bash", "-c", script)
+	Expect(err).NotTo(HaveOccurred(), "exec in %s: %s", pod.Name, errOut)
+	return out
+}
+
+// waitVerified waits until gs's gateway has verified every sandbox, as
+// the operator reports it.
+func waitVerified(ctx context.Context, gs *garrav1alpha1.GarraServer) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		cur := &garrav1alpha1.GarraServer{}
+		g.Expect(k.c.Get(ctx, client.ObjectKeyFromObject(gs), cur)).To(Succeed())
+		c := meta.FindStatusCondition(cur.Status.Conditions, garrav1alpha1.ConditionVerified)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		for _, o := range cur.Status.Orchestrators {
+			g.Expect(o.Verified).To(BeTrue(), o.Name)
+		}
+	}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+}
+
 func podLabels(gs *garrav1alpha1.GarraServer, component, o string) map[string]string {
 	l := map[string]string{controllers.LabelInstance: gs.Name, controllers.LabelComponent: component}
 	if o != "" {
@@ -113,6 +138,17 @@ func podLabels(gs *garrav1alpha1.GarraServer, component, o string) map[string]st
 }
 
 const planText = "ALPHA-PLAN-e2e-91c3: ship the operator"
+
+// liveBound is how soon a policy change (an orchestrator onboarded, a token
+// rotated or retired) must reach the running gateway, which watches its
+// ConfigMap and tokens Secret through the API server. The target is 1 s at
+// p95 (make bench-e2e prints it); the bound leaves room for a loaded node.
+// Through the kubelet's refresh of the mounted files it was 65–90 s.
+const liveBound = 5 * time.Second
+
+// livePoll is how often a live-change assertion looks, fine enough to time
+// a change under a second.
+const livePoll = 50 * time.Millisecond
 
 var _ = Describe("A GarraServer with two orchestrators", Ordered, func() {
 	var (
@@ -130,9 +166,7 @@ var _ = Describe("A GarraServer with two orchestrators", Ordered, func() {
 	}
 	sh := func(ctx context.Context, pod *corev1.Pod, script string) string {
 		GinkgoHelper()
-		out, errOut, err := k.exec(ctx, ns(), pod.Name, "bash", "-c", script)
-		Expect(err).NotTo(HaveOccurred(), "exec in %s: %s", pod.Name, errOut)
-		return out
+		return k.sh(ctx, ns(), pod, script)
 	}
 
 	BeforeAll(func(ctx SpecContext) {
@@ -378,9 +412,9 @@ var _ = Describe("A GarraServer with two orchestrators", Ordered, func() {
 		Expect(k.c.Get(ctx, client.ObjectKey{Namespace: ns(), Name: gs.Name + "-gateway"}, &d)).To(Succeed())
 		genBefore := d.Generation
 
-		// Alpha's run waits on the model for longer than the kubelet takes
-		// to deliver the new ConfigMap and tokens to the running pod.
-		Expect(double.script(ctx, llmdouble.ScriptStep{Text: "slow but done", DelayMS: 110_000})).To(Succeed())
+		// Alpha's run waits on the model for longer than the new policy
+		// takes to reach the running pod, with room.
+		Expect(double.script(ctx, llmdouble.ScriptStep{Text: "slow but done", DelayMS: 30_000})).To(Succeed())
 		alphaRun := agentInBackground(ctx, alphaKey, "Take your time.")
 		modelReached(ctx, 1)
 
@@ -394,18 +428,20 @@ var _ = Describe("A GarraServer with two orchestrators", Ordered, func() {
 		start := time.Now()
 		Expect(k.c.Patch(ctx, cur, patch)).To(Succeed())
 
+		// The reconcile, the gateway's watch and its reload, all within
+		// liveBound of the patch: no file of the pod changes on the way.
 		var gammaKey string
-		Eventually(func() error {
-			var err error
-			gammaKey, err = k.secretValue(ctx, ns(), gs.Name+"-orch-gamma", controllers.KeyToken)
-			return err
-		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
 		Eventually(func(g Gomega) {
+			if gammaKey == "" {
+				v, err := k.secretValue(ctx, ns(), gs.Name+"-orch-gamma", controllers.KeyToken)
+				g.Expect(err).NotTo(HaveOccurred())
+				gammaKey = v
+			}
 			names, err := gw.toolNames(ctx, gammaKey)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(names).To(Equal([]string{"garra_status"}))
-		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
-		times.record("gamma: spec patched → its first successful call (kubelet delivery + reload)", time.Since(start))
+		}).WithContext(ctx).WithTimeout(liveBound).WithPolling(livePoll).Should(Succeed())
+		times.record("gamma: spec patched → its first successful call (reconcile + watch + reload)", time.Since(start))
 		Expect(alphaRun).NotTo(Receive(), "alpha's run was still in flight when gamma was onboarded")
 
 		var r agentResult
@@ -428,8 +464,9 @@ var _ = Describe("A GarraServer with two orchestrators", Ordered, func() {
 		cur := &garrav1alpha1.GarraServer{}
 		Expect(k.c.Get(ctx, client.ObjectKeyFromObject(gs), cur)).To(Succeed())
 		patch := client.MergeFrom(cur.DeepCopy())
-		// Longer than the kubelet takes to deliver a Secret, so that both
-		// tokens are seen working together.
+		// Longer than the kubelet takes to deliver the new token to the
+		// sandbox's file: the gateway sends the sandbox the old line until
+		// the grace ends.
 		cur.Spec.Gateway.TokenRotationGracePeriod = &metav1.Duration{Duration: 2 * time.Minute}
 		if cur.Annotations == nil {
 			cur.Annotations = map[string]string{}
@@ -444,21 +481,35 @@ var _ = Describe("A GarraServer with two orchestrators", Ordered, func() {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(v).NotTo(Equal(oldKey))
 			newKey = v
-		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
-		Eventually(func() error {
-			_, err := gw.toolNames(ctx, newKey)
-			return err
-		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+			_, err = gw.toolNames(ctx, newKey)
+			g.Expect(err).NotTo(HaveOccurred())
+		}).WithContext(ctx).WithTimeout(liveBound).WithPolling(livePoll).Should(Succeed())
 		times.record("rotation: annotated → new token accepted", time.Since(start))
 		_, err = gw.toolNames(ctx, oldKey)
 		Expect(err).NotTo(HaveOccurred(), "within the grace period the old token still works")
 
+		// The grace's end as the tokens Secret records it; the old token
+		// must be refused within liveBound of it.
+		var tokens corev1.Secret
+		Expect(k.c.Get(ctx, client.ObjectKey{Namespace: ns(), Name: gs.Name + "-gateway-tokens"}, &tokens)).To(Succeed())
+		until, err := time.Parse(time.RFC3339, tokens.Annotations[controllers.AnnotationRotationPrefix+"gamma"])
+		Expect(err).NotTo(HaveOccurred(), "the rotation's expiry on the tokens Secret")
+		// Polled from just before the grace ends: polling all of it at
+		// livePoll would spend the per-address rate limit (120 a minute)
+		// and time the 429s instead of the refusal.
+		if wait := time.Until(until) - time.Second; wait > 0 {
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				Fail("interrupted while waiting for the grace period to end")
+			}
+		}
 		Eventually(func(g Gomega) {
 			code, _, err := gw.Post(ctx, oldKey, "tools/list", map[string]any{})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(code).To(Equal(http.StatusUnauthorized))
-		}).WithContext(ctx).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
-		times.record("rotation: annotated → old token refused (grace 2 min + delivery)", time.Since(start))
+		}).WithContext(ctx).WithTimeout(time.Until(until) + liveBound).WithPolling(livePoll).Should(Succeed())
+		times.record("rotation: grace ended → old token refused", time.Since(until))
 		_, err = gw.toolNames(ctx, newKey)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(k.c.Get(ctx, client.ObjectKeyFromObject(gs), cur)).To(Succeed())
@@ -505,9 +556,8 @@ var _ = Describe("A GarraServer with two orchestrators", Ordered, func() {
 		cur.Spec.Gateway.AgentBudgetPerMinute = 1
 		Expect(k.c.Patch(ctx, cur, patch)).To(Succeed())
 
-		// The kubelet delivers the ConfigMap within about a minute; the
-		// gateway reloads it and says so on /readyz, which ConfigApplied
-		// reports.
+		// The gateway's watch delivers the ConfigMap; the gateway reloads
+		// it and says so on /readyz, which ConfigApplied reports.
 		Eventually(func(g Gomega) {
 			var cm corev1.ConfigMap
 			g.Expect(k.c.Get(ctx, key, &cm)).To(Succeed())

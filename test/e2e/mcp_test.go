@@ -11,6 +11,9 @@ import (
 	"net/http"
 	"sort"
 
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
 	"github.com/garraia/garra/test/fakes/llmdouble"
 	"github.com/garraia/garra/test/mcphttp"
 )
@@ -95,4 +98,24 @@ func toolCall(name string, args any) llmdouble.ScriptStep {
 		panic(err)
 	}
 	return llmdouble.ScriptStep{ToolCalls: []llmdouble.ScriptCall{{Name: name, Args: string(b)}}}
+}
+
+// agentBash has the agent of the caller holding token run one bash
+// command, as the double scripts it, and returns what the model was sent
+// back: every model request (the second holds the command's output).
+func agentBash(ctx context.Context, gw *gatewayClient, token, prompt, command string) llmdouble.RequestsResponse {
+	GinkgoHelper()
+	Expect(double.script(ctx,
+		toolCall("bash", map[string]string{"command": command}),
+		llmdouble.ScriptStep{Text: "done"},
+	)).To(Succeed())
+	env, raw, isErr, err := gw.Agent(ctx, token, prompt)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(isErr).To(BeFalse(), raw)
+	Expect(env.ToolCalls).To(HaveLen(1), raw)
+	Expect(env.ToolCalls[0].Success).To(BeTrue(), raw)
+	reqs, err := double.requests(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(reqs.Requests).To(HaveLen(2))
+	return reqs
 }

@@ -13,13 +13,10 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
 	"github.com/garraia/garra/controllers"
-	"github.com/garraia/garra/test/fakes/llmdouble"
 )
 
 // probeBound is how long a probe waits for a TCP connection or a name: a
@@ -91,16 +88,7 @@ var _ = Describe("Sandbox isolation at the network (NetworkPolicy enforced)", Or
 		// Through the policies: the gateway's handshake with each of the
 		// three sandboxes works, as the operator reports it.
 		start := time.Now()
-		Eventually(func(g Gomega) {
-			cur := &garrav1alpha1.GarraServer{}
-			g.Expect(k.c.Get(ctx, client.ObjectKeyFromObject(gs), cur)).To(Succeed())
-			c := meta.FindStatusCondition(cur.Status.Conditions, garrav1alpha1.ConditionVerified)
-			g.Expect(c).NotTo(BeNil())
-			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
-			for _, o := range cur.Status.Orchestrators {
-				g.Expect(o.Verified).To(BeTrue(), o.Name)
-			}
-		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+		waitVerified(ctx, gs)
 		times.record("GarraServer Ready → Verified (3 sandboxes)", time.Since(start))
 
 		pods = map[string]*corev1.Pod{}
@@ -167,18 +155,7 @@ var _ = Describe("Sandbox isolation at the network (NetworkPolicy enforced)", Or
 		closed(ctx, strange, "a's sandbox pod", aPodIP, controllers.SandboxPort)
 
 		// The gateway reaches it: a's agent runs bash there.
-		Expect(double.script(ctx,
-			toolCall("bash", map[string]string{"command": "echo reached-$((6*7))"}),
-			llmdouble.ScriptStep{Text: "done"},
-		)).To(Succeed())
-		env, raw, isErr, err := gw.Agent(ctx, aKey, "Run it.")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(isErr).To(BeFalse(), raw)
-		Expect(env.ToolCalls).To(HaveLen(1), raw)
-		Expect(env.ToolCalls[0].Success).To(BeTrue(), raw)
-		reqs, err := double.requests(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(reqs.Requests).To(HaveLen(2))
+		reqs := agentBash(ctx, gw, aKey, "Run it.", "echo reached-$((6*7))")
 		Expect(reqs.Requests[1].RawBody).To(ContainSubstring("reached-42"))
 	}, NodeTimeout(2*time.Minute))
 

@@ -150,6 +150,9 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
+// fairQuota is each fairness tenant's garra_agent calls a minute.
+const fairQuota = 3
+
 // callOutcome is how one call of a stream ended: "" for success, else why.
 type callOutcome struct {
 	at  time.Time
@@ -158,10 +161,12 @@ type callOutcome struct {
 
 var _ = Describe("A gateway with two replicas on PostgreSQL", Ordered, func() {
 	var (
-		gs       *garrav1alpha1.GarraServer
-		gw       *gatewayClient
-		ownerKey string
-		alphaKey string
+		gs        *garrav1alpha1.GarraServer
+		gw        *gatewayClient
+		ownerKey  string
+		alphaKey  string
+		floodKey  string
+		steadyKey string
 	)
 	ns := func() string { return k.p.Namespace }
 
@@ -180,7 +185,15 @@ var _ = Describe("A gateway with two replicas on PostgreSQL", Ordered, func() {
 		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
 		times.record("PostgreSQL pod (initdb on an emptyDir) Ready", time.Since(start))
 
-		gs = newGarraServer(k.p, "scale-e2e", orch{name: "alpha", tools: []garrav1alpha1.Tool{garrav1alpha1.ToolStatus, garrav1alpha1.ToolAgent}})
+		agentTools := []garrav1alpha1.Tool{garrav1alpha1.ToolStatus, garrav1alpha1.ToolAgent}
+		gs = newGarraServer(k.p, "scale-e2e", orch{name: "alpha", tools: agentTools},
+			orch{name: "flood", tools: agentTools}, orch{name: "steady", tools: agentTools})
+		// The fairness spec's two tenants: each its own quota of agent runs
+		// a minute, together well inside the bridge's agent budget.
+		for i := range gs.Spec.Orchestrators[1:] {
+			perMinute := int32(fairQuota)
+			gs.Spec.Orchestrators[1+i].Quota = &garrav1alpha1.QuotaSpec{AgentPerMinute: &perMinute}
+		}
 		gs.Spec.Gateway.Replicas = 2
 		gs.Spec.Gateway.Store = garrav1alpha1.GatewayStoreSpec{
 			Driver:       garrav1alpha1.StorePostgres,
@@ -189,7 +202,7 @@ var _ = Describe("A gateway with two replicas on PostgreSQL", Ordered, func() {
 		gs.Spec.Gateway.AskBudgetPerMinute = 6
 		gs.Spec.Gateway.DrainSeconds = 10
 		// No gateway data claim with postgres: only the workspace's.
-		Expect(k.provideVolumes(ctx, ns(), gs.Name+"-ws-alpha")).To(Succeed())
+		Expect(k.provideVolumes(ctx, ns(), gs.Name+"-ws-alpha", gs.Name+"-ws-flood", gs.Name+"-ws-steady")).To(Succeed())
 		start = time.Now()
 		Expect(k.c.Create(ctx, gs)).To(Succeed())
 		waitReady(ctx, gs, 4*time.Minute)
@@ -198,6 +211,10 @@ var _ = Describe("A gateway with two replicas on PostgreSQL", Ordered, func() {
 		ownerKey, err = k.secretValue(ctx, ns(), gs.Name+"-gateway", controllers.KeyAPIKey)
 		Expect(err).NotTo(HaveOccurred())
 		alphaKey, err = k.secretValue(ctx, ns(), gs.Name+"-orch-alpha", controllers.KeyToken)
+		Expect(err).NotTo(HaveOccurred())
+		floodKey, err = k.secretValue(ctx, ns(), gs.Name+"-orch-flood", controllers.KeyToken)
+		Expect(err).NotTo(HaveOccurred())
+		steadyKey, err = k.secretValue(ctx, ns(), gs.Name+"-orch-steady", controllers.KeyToken)
 		Expect(err).NotTo(HaveOccurred())
 		hc := dialer.httpClient()
 		hc.Timeout = time.Minute
@@ -288,6 +305,70 @@ var _ = Describe("A gateway with two replicas on PostgreSQL", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(reqs.Requests).To(HaveLen(6), "the model saw exactly the answered asks")
 	}, NodeTimeout(2*time.Minute))
+
+	It("keeps one tenant whole while another floods ten times its quota across both replicas", func(ctx SpecContext) {
+		pods, err := k.gatewayPods(ctx, gs)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(pods).To(HaveLen(2))
+		var steps []llmdouble.ScriptStep
+		for i := range 4 * fairQuota {
+			steps = append(steps, llmdouble.ScriptStep{Text: fmt.Sprintf("run %d", i)})
+		}
+		Expect(double.script(ctx, steps...)).To(Succeed())
+
+		kindOf := func(env mcphttp.AgentEnvelope, raw string, err error) string {
+			switch {
+			case err != nil:
+				return "transport: " + err.Error()
+			case env.OK:
+				return "ok"
+			case env.Error == nil:
+				return "unparsed: " + raw
+			}
+			return env.Error.Kind
+		}
+		// flood: ten times its quota, every call at once, half at each pod.
+		type result struct{ pod, kind string }
+		floods := make(chan result, 10*fairQuota)
+		var clients []*gatewayClient
+		for _, p := range pods {
+			pc, stop, err := k.podClient(gs, &p)
+			Expect(err).NotTo(HaveOccurred())
+			defer stop()
+			clients = append(clients, pc)
+		}
+		var wg sync.WaitGroup
+		for i := range 10 * fairQuota {
+			wg.Go(func() {
+				env, raw, _, err := clients[i%2].Agent(ctx, floodKey, fmt.Sprintf("flood %d", i))
+				floods <- result{pods[i%2].Name, kindOf(env, raw, err)}
+			})
+		}
+		// steady: its whole quota, one call after another through the
+		// Service while the flood is on.
+		var steady []string
+		for i := range fairQuota {
+			env, raw, _, err := gw.Agent(ctx, steadyKey, fmt.Sprintf("steady %d", i))
+			steady = append(steady, kindOf(env, raw, err))
+		}
+		wg.Wait()
+		close(floods)
+		kinds := map[string]int{}
+		perPod := map[string]map[string]int{}
+		for r := range floods {
+			kinds[r.kind]++
+			if perPod[r.pod] == nil {
+				perPod[r.pod] = map[string]int{}
+			}
+			perPod[r.pod][r.kind]++
+		}
+		GinkgoWriter.Printf("quota %d a minute each, 2 replicas: flood %v (per pod %v), steady %v\n", fairQuota, kinds, perPod, steady)
+		Expect(steady).To(HaveEach("ok"), "every call of the tenant at its pace succeeds")
+		Expect(kinds).To(Equal(map[string]int{"ok": fairQuota, "over_quota": 9 * fairQuota}))
+		reqs, err := double.requests(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(reqs.Requests).To(HaveLen(2*fairQuota), "the model saw exactly the sum of the two quotas")
+	}, NodeTimeout(3*time.Minute))
 
 	It("loses no call of a 100 ms stream while one gateway pod is deleted with an agent run in flight", func(ctx SpecContext) {
 		pods, err := k.gatewayPods(ctx, gs)

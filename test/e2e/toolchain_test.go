@@ -14,7 +14,6 @@ import (
 
 	garrav1alpha1 "github.com/garraia/garra/api/v1alpha1"
 	"github.com/garraia/garra/controllers"
-	"github.com/garraia/garra/test/fakes/llmdouble"
 )
 
 var _ = Describe("A sandbox in a team's own toolchain image", Ordered, func() {
@@ -67,18 +66,7 @@ var _ = Describe("A sandbox in a team's own toolchain image", Ordered, func() {
 	It("runs the agent's bash with that toolchain and serves it as the orchestrator's toolchain resource", func(ctx SpecContext) {
 		key, err := k.secretValue(ctx, ns(), gs.Name+"-orch-builder", controllers.KeyToken)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(double.script(ctx,
-			toolCall("bash", map[string]string{"command": "make --version | head -n1; python3 --version; command -v garra >/dev/null || echo no-garra-on-path"}),
-			llmdouble.ScriptStep{Text: "built"},
-		)).To(Succeed())
-		env, raw, isErr, err := gw.Agent(ctx, key, "Check the toolchain.")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(isErr).To(BeFalse(), raw)
-		Expect(env.ToolCalls).To(HaveLen(1), raw)
-		Expect(env.ToolCalls[0].Success).To(BeTrue(), raw)
-		reqs, err := double.requests(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(reqs.Requests).To(HaveLen(2))
+		reqs := agentBash(ctx, gw, key, "Check the toolchain.", "make --version | head -n1; python3 --version; command -v garra >/dev/null || echo no-garra-on-path")
 		Expect(reqs.Requests[1].RawBody).To(And(ContainSubstring("GNU Make"), ContainSubstring("Python 3."), ContainSubstring("no-garra-on-path")))
 		// The model was told what it has.
 		Expect(reqs.Requests[0].System).To(And(ContainSubstring("make"), ContainSubstring("python3")))
