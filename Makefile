@@ -1,11 +1,11 @@
 # Garra developer entry points. `make test` is what CI runs.
 GO        ?= go
 BIN       ?= bin
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+VERSION   ?= $(shell hack/version.sh)
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 GOLANGCI  := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
-.PHONY: all build run test unit vet fmt-check conformance conformance-gateway bench bench-go bench-startup bench-gateway bench-e2e lint tidy-check clean e2e images npm
+.PHONY: all build run test unit vet fmt-check conformance conformance-gateway bench bench-go bench-startup bench-gateway bench-e2e lint tidy-check clean e2e images npm release-dry-run
 
 all: build
 
@@ -19,23 +19,34 @@ run: build ## Start the stdio MCP server (what Claude Desktop runs)
 npm: ## npm tarballs of @garraia/garra-mcp and its five platform packages in bin/npm (NPM_VERSION, NPM_PLATFORMS: hack/npm.sh)
 	hack/npm.sh
 
-test: fmt-check vet unit conformance conformance-gateway ## Everything CI checks
+test: fmt-check vet unit conformance conformance-gateway release-dry-run ## Everything CI checks
+
+# What .github/workflows/release.yml does on a tag, offline, into a temporary
+# directory (hack/release.sh): the five binaries, SHA256SUMS and SBOMs, the
+# npm tarballs installed and started, the images read back, the chart and
+# server.json checked, the workflows linted. Warm, the builds come from Go's
+# cache.
+release-dry-run: ## Build and check every release artifact offline; list them with sizes and checksums
+	hack/release.sh dry-run
 
 # Modules besides the product's own: what only tests and tools need (Helm,
 # go-containerregistry, the cluster clients) stays out of the product's
-# dependency graph. test/e2e builds with -tags e2e.
-TOOL_MODULES := test/chart hack/imagebuild test/e2e
+# dependency graph (hack/serverjson: the MCP registry's module, for its
+# server.json type and schemas). test/e2e builds with -tags e2e.
+TOOL_MODULES := test/chart hack/imagebuild hack/serverjson test/e2e
 
 unit: ## Go tests (unit, integration against loopback doubles, child-process tests)
 	$(GO) test -count=1 ./...
 	cd test/chart && $(GO) test -count=1 ./...
 	cd hack/imagebuild && $(GO) test -count=1 ./...
+	cd hack/serverjson && $(GO) test -count=1 ./...
 	cd test/e2e && $(GO) test -count=1 -tags e2e -run 'TestParams|TestInCluster' .  # the e2e suite's own logic; no cluster
 
 vet:
 	$(GO) vet ./...
 	cd test/chart && $(GO) vet ./...
 	cd hack/imagebuild && $(GO) vet ./...
+	cd hack/serverjson && $(GO) vet ./...
 	cd test/e2e && $(GO) vet -tags e2e ./...
 
 fmt-check:
@@ -60,7 +71,7 @@ bench: bench-go ## Benchmarks (printed, not asserted); the cluster ones too when
 	else echo "bench-e2e skipped: no KUBECONFIG and the local cluster cannot start without a build:"; echo "$$why" | sed 's/^/  /'; fi
 
 bench-go: ## Go benchmarks of the packages (no cluster)
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 45m ./...
 
 bench-startup: ## garra mcp-server vs a bare go-sdk server: initialize latency, idle RSS, package init, side by side
 	$(GO) test -run '^$$' -bench StdioStartupVsBare -benchtime 20x ./cmd/garra
@@ -68,7 +79,7 @@ bench-startup: ## garra mcp-server vs a bare go-sdk server: initialize latency, 
 bench-gateway: ## garra gateway vs a bare go-sdk HTTP server, whole processes: req/s, p50/p99, CPU per request (GARRA_BENCH_GATEWAY_BEFORE=other/garra adds a column)
 	$(GO) test -run '^$$' -bench GatewayVsBareHTTP -benchtime 5x -v ./cmd/garra
 
-bench-e2e: ## On a real cluster: apply → Ready for 1 and 10 orchestrators, idle pod memory (hack/e2e.sh bench)
+bench-e2e: ## On a real cluster: apply → Ready for 1 and 10 orchestrators, idle pod memory, live onboarding and rotation p50/p95 (hack/e2e.sh bench)
 	hack/e2e.sh bench
 
 lint: ## golangci-lint (pinned) in every module, the e2e suite included

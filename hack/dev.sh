@@ -4,7 +4,7 @@
 # Starts kube-apiserver and etcd from the envtest binaries (hack/envtest.sh,
 # through hack/devcp, which also installs config/crd/bases and writes an admin
 # kubeconfig), builds and runs cmd/manager against it in the background,
-# creates the Secrets config/samples/garra_v1alpha1_garraserver.yaml names,
+# creates the Secret config/samples/garra_v1alpha1_garraserver.yaml names,
 # applies the sample, waits, and prints the GarraServer, its status and the
 # objects it owns. There are no nodes and no controllers but the operator:
 # Deployments never become available, so Ready stays False — the point is to
@@ -86,10 +86,8 @@ echo "==> starting the manager (log: $DEV_DIR/manager.log)"
 	--garra-image garra:dev --sandbox-image garra-sandbox:dev >"$DEV_DIR/manager.log" 2>&1 &
 mgr_pid=$!
 
-echo "==> creating the sample's Secrets and applying config/samples/garra_v1alpha1_garraserver.yaml"
+echo "==> creating the sample's Secret and applying config/samples/garra_v1alpha1_garraserver.yaml"
 kubectl create secret generic llm-keys --from-literal=openrouter=sk-or-dev
-kubectl create secret generic tg --from-literal=token=123456:dev
-kubectl create secret generic n8n-token --from-literal=token="$(head -c 32 /dev/urandom | base64)"
 kubectl apply -f config/samples/garra_v1alpha1_garraserver.yaml
 
 echo "==> waiting ${DEV_WAIT}s"

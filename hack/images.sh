@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 IMAGES_DIR="${IMAGES_DIR:-bin/images}"
 IMAGE_TAG="${IMAGE_TAG:-e2e}"
 BIN="bin/linux"
-VERSION="$(git describe --tags --always --dirty 2>/dev/null || echo dev)"
+VERSION="$(hack/version.sh)"
 COMMIT="$(git rev-parse HEAD 2>/dev/null || echo "")"
 
 mkdir -p "$BIN" "$IMAGES_DIR"

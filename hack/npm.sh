@@ -9,9 +9,11 @@
 #
 # Environment:
 #   NPM_DIR        where the tarballs go (default bin/npm; old ones removed)
-#   NPM_VERSION    the packages' version (default: X.Y.Z when HEAD is tagged
-#                  vX.Y.Z, else server.json's version plus -dev.g<commit>)
+#   NPM_VERSION    the packages' version (default: hack/version.sh --bare)
 #   NPM_PLATFORMS  os-cpu list to build, or "host" (default: every platform)
+#   NPM_BINARIES   a directory of garra builds named garra-<goos>-<goarch>[.exe]
+#                  to pack as they are (the release's checksummed binaries);
+#                  default: build each here
 #
 # Prints the path of each tarball, the main package's first.
 set -euo pipefail
@@ -21,13 +23,7 @@ out="${NPM_DIR:-bin/npm}"
 src=npm/garra-mcp
 manifest=hack/npm-manifest.js
 
-if [[ -z ${NPM_VERSION:-} ]]; then
-	if tag="$(git describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null)"; then
-		NPM_VERSION="${tag#v}"
-	else
-		NPM_VERSION="$(node -p 'require("./server.json").version')-dev.g$(git rev-parse --short HEAD 2>/dev/null || echo 0)"
-	fi
-fi
+NPM_VERSION="${NPM_VERSION:-$(hack/version.sh --bare)}"
 if ! [[ $NPM_VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]]; then
 	echo "npm.sh: NPM_VERSION $NPM_VERSION is not a semantic version" >&2
 	exit 2
@@ -58,14 +54,23 @@ for p in $platforms; do
 	case "$os" in win32) goos=windows exe=.exe ;; *) goos="$os" ;; esac
 	case "$cpu" in x64) goarch=amd64 ;; *) goarch="$cpu" ;; esac
 	mkdir -p "$stage/$p/bin"
-	CGO_ENABLED=0 GOOS="$goos" GOARCH="$goarch" go build -trimpath \
-		-ldflags "-s -w -X main.version=v$NPM_VERSION -X main.commit=$commit" \
-		-o "$stage/$p/bin/garra$exe" ./cmd/garra
+	if [[ -n ${NPM_BINARIES:-} ]]; then
+		install -m 0755 "$NPM_BINARIES/garra-$goos-$goarch$exe" "$stage/$p/bin/garra$exe"
+	else
+		CGO_ENABLED=0 GOOS="$goos" GOARCH="$goarch" go build -trimpath \
+			-ldflags "-s -w -X main.version=v$NPM_VERSION -X main.commit=$commit" \
+			-o "$stage/$p/bin/garra$exe" ./cmd/garra
+	fi
 	node "$manifest" platform "$stage/main/package.json" "$p" "$stage/$p"
 	dirs+=("$stage/$p")
 done
 
+# Packed side by side (each gzips a 60 MB binary), printed in order.
 dest="$(cd "$out" && pwd)"
-for d in "${dirs[@]}"; do
-	(cd "$d" && npm pack --silent --pack-destination "$dest" | sed "s|^|$out/|")
+pids=()
+for i in "${!dirs[@]}"; do
+	(cd "${dirs[$i]}" && npm pack --silent --pack-destination "$dest" >"$stage/packed-$i") &
+	pids+=($!)
 done
+for pid in "${pids[@]}"; do wait "$pid"; done
+for i in "${!dirs[@]}"; do sed "s|^|$out/|" "$stage/packed-$i"; done

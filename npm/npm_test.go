@@ -64,21 +64,35 @@ func TestNpxStartsTheStdioServer(t *testing.T) {
 	platform := "linux-" + map[string]string{"amd64": "x64", "arm64": "arm64"}[runtime.GOARCH]
 	platformName := mainName + "-" + platform
 
-	// Pack: the main package and this platform's, through hack/npm.sh.
-	start := time.Now()
-	pack := exec.Command("hack/npm.sh")
-	pack.Dir = repoRoot
-	pack.Env = append(os.Environ(), "NPM_DIR="+filepath.Join(work, "packs"), "NPM_PLATFORMS=host",
-		"npm_config_cache="+filepath.Join(work, "npm-cache"), "npm_config_update_notifier=false")
-	pack.Stderr = os.Stderr
-	out, err := pack.Output()
-	if err != nil {
-		t.Fatalf("hack/npm.sh: %v", err)
-	}
-	t.Logf("hack/npm.sh (host only) took %v", time.Since(start))
-	paths := strings.Fields(string(out))
-	if len(paths) != 2 {
-		t.Fatalf("hack/npm.sh printed %q, want the main and the %s tarball", out, platform)
+	// Pack: the main package and this platform's, through hack/npm.sh; or
+	// take them from GARRA_NPM_TARBALLS, a directory of packed tarballs
+	// (hack/release.sh points it at the release's, built from its
+	// checksummed binaries).
+	var paths []string
+	if dir := os.Getenv("GARRA_NPM_TARBALLS"); dir != "" {
+		for _, n := range []string{mainName, platformName} {
+			p := filepath.Join(dir, strings.ReplaceAll(strings.TrimPrefix(n, "@"), "/", "-")+"-[0-9]*.tgz") // the version follows the name
+			m, err := filepath.Glob(p)
+			if err != nil || len(m) != 1 {
+				t.Fatalf("GARRA_NPM_TARBALLS: %s matches %v, want one tarball", p, m)
+			}
+			paths = append(paths, m[0])
+		}
+	} else {
+		start := time.Now()
+		pack := exec.Command("hack/npm.sh")
+		pack.Dir = repoRoot
+		pack.Env = append(os.Environ(), "NPM_DIR="+filepath.Join(work, "packs"), "NPM_PLATFORMS=host",
+			"npm_config_cache="+filepath.Join(work, "npm-cache"), "npm_config_update_notifier=false")
+		pack.Stderr = os.Stderr
+		out, err := pack.Output()
+		if err != nil {
+			t.Fatalf("hack/npm.sh: %v", err)
+		}
+		t.Logf("hack/npm.sh (host only) took %v", time.Since(start))
+		if paths = strings.Fields(string(out)); len(paths) != 2 {
+			t.Fatalf("hack/npm.sh printed %q, want the main and the %s tarball", out, platform)
+		}
 	}
 	mainPkg, plat := readTarball(t, paths[0]), readTarball(t, paths[1])
 	for _, p := range []packed{mainPkg, plat} {
@@ -97,7 +111,7 @@ func TestNpxStartsTheStdioServer(t *testing.T) {
 	}
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(work, "home"),
 		"npm_config_cache=" + filepath.Join(work, "npm-cache"), "npm_config_update_notifier=false"}
-	start = time.Now()
+	start := time.Now()
 	install := exec.Command("npm", "install", "--no-audit", "--no-fund", "--offline", mainPkg.Path, plat.Path)
 	install.Dir, install.Env = inst, env
 	if b, err := install.CombinedOutput(); err != nil {

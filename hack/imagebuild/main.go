@@ -12,6 +12,13 @@
 // The last three are for tests only and are written only when their inputs
 // are given.
 //
+// For a release (hack/release.sh) it writes, checks and pushes multi-arch
+// images instead (release.go):
+//
+//	imagebuild release -out DIR -version V -bin DIR ...   OCI layouts DIR/garra and DIR/garra-sandbox, one index each
+//	imagebuild inspect -layout DIR/garra -version V ...   read one back: platforms, config, binaries' architecture
+//	imagebuild push -layout DIR/garra -to REPO            push it as REPO:V and print REPO@digest
+//
 // The binaries must be static linux builds (hack/images.sh makes them).
 // Every file gets the Unix epoch as its time, so the same inputs give the
 // same image digest and a re-import is a no-op.
@@ -34,6 +41,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // Registry is the host part of every image name: images are imported, never
@@ -55,6 +63,16 @@ const (
 )
 
 func main() {
+	// The release's subcommands; without one, the docker-archive tarballs.
+	if len(os.Args) > 1 {
+		if run, ok := subcommands[os.Args[1]]; ok {
+			if err := run(os.Args[2:]); err != nil {
+				fmt.Fprintf(os.Stderr, "imagebuild %s: %v\n", os.Args[1], err)
+				os.Exit(1)
+			}
+			return
+		}
+	}
 	var o options
 	flag.StringVar(&o.Out, "out", "", "directory for the tarballs (created)")
 	flag.StringVar(&o.Tag, "tag", "", "tag of every image (not latest: the pods use IfNotPresent)")
@@ -77,11 +95,24 @@ func main() {
 }
 
 type options struct {
+	// Arch is the images' GOARCH; empty means this machine's, which the
+	// docker-archive tarballs (the default mode) always are.
+	Arch string
+	// OCI: OCI media types (a release's layouts) instead of Docker's (the
+	// docker-archive tarballs).
+	OCI                       bool
 	Out, Tag                  string
 	Garra, Manager, LLMDouble string
 	SandboxBase, CACerts      string
 	PostgresBase              string
 	ToolchainBase             string
+}
+
+func (o options) arch() string {
+	if o.Arch != "" {
+		return o.Arch
+	}
+	return runtime.GOARCH
 }
 
 // written is one tarball and the image name inside it.
@@ -194,7 +225,7 @@ func garraImage(o options, users v1.Layer) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	return image([]v1.Layer{users, bin}, garraConfig())
+	return image(o, []v1.Layer{users, bin}, garraConfig())
 }
 
 // garraConfig is the config of the Dockerfile's `garra` stage, field for
@@ -224,13 +255,18 @@ func sandboxImage(o options) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	return image([]v1.Layer{base, bin}, v1.Config{
+	return image(o, []v1.Layer{base, bin}, sandboxConfig())
+}
+
+// sandboxConfig is the config of the Dockerfile's `sandbox` stage.
+func sandboxConfig() v1.Config {
+	return v1.Config{
 		User:         fmt.Sprintf("%d:%d", nonRoot, nonRoot),
 		Env:          []string{"PATH=" + defaultPath, "HOME=/home/garra"},
 		WorkingDir:   "/workspace",
 		Entrypoint:   []string{"garra", "sandbox"},
 		ExposedPorts: map[string]struct{}{"8080/tcp": {}},
-	})
+	}
 }
 
 // llmDoubleImage runs the scripted LLM double with its control API on :8080.
@@ -239,7 +275,7 @@ func llmDoubleImage(o options, users v1.Layer) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	return image([]v1.Layer{users, bin}, v1.Config{
+	return image(o, []v1.Layer{users, bin}, v1.Config{
 		User:         fmt.Sprintf("%d:%d", nonRoot, nonRoot),
 		Entrypoint:   []string{"/llmdouble", "-listen", ":8080", "-admin"},
 		ExposedPorts: map[string]struct{}{"8080/tcp": {}},
@@ -276,7 +312,7 @@ func postgresImage(o options) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	return image([]v1.Layer{base, start}, v1.Config{
+	return image(o, []v1.Layer{base, start}, v1.Config{
 		User:         fmt.Sprintf("%d:%d", nonRoot, nonRoot),
 		Env:          []string{"PATH=/usr/lib/postgresql/bin:" + defaultPath, "PGDATA=/var/lib/postgresql/data/pgdata"},
 		Entrypoint:   []string{"postgres-start"},
@@ -292,20 +328,31 @@ func toolchainImage(o options) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("base layer %s: %w", o.ToolchainBase, err)
 	}
-	return image([]v1.Layer{base}, v1.Config{Env: []string{"PATH=" + defaultPath}, Cmd: []string{"bash"}})
+	return image(o, []v1.Layer{base}, v1.Config{Env: []string{"PATH=" + defaultPath}, Cmd: []string{"bash"}})
 }
 
-func image(layers []v1.Layer, cfg v1.Config) (v1.Image, error) {
-	img, err := mutate.AppendLayers(empty.Image, layers...)
-	if err != nil {
-		return nil, err
+func image(o options, layers []v1.Layer, cfg v1.Config) (v1.Image, error) {
+	base := empty.Image
+	if o.OCI {
+		base = mutate.ConfigMediaType(mutate.MediaType(base, types.OCIManifestSchema1), types.OCIConfigJSON)
+	}
+	img := base
+	for _, l := range layers {
+		add := mutate.Addendum{Layer: l}
+		if o.OCI {
+			add.MediaType = types.OCILayer
+		}
+		var err error
+		if img, err = mutate.Append(img, add); err != nil {
+			return nil, err
+		}
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {
 		return nil, err
 	}
 	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", runtime.GOARCH
+	cf.OS, cf.Architecture = "linux", o.arch()
 	cf.Created = v1.Time{Time: time.Unix(0, 0).UTC()}
 	cf.Config = cfg
 	return mutate.ConfigFile(img, cf)
