@@ -28,6 +28,7 @@ const (
 	alphaNew = "alpha-token-new-0123456789abcdef0123"
 	betaTok  = "beta-token-12345678-0123456789abcdef"
 	gammaTok = "gamma-token-1234567-0123456789abcdef"
+	deltaTok = "delta-token-1234567-0123456789abcdef"
 )
 
 // The gateway learns its policy from its ConfigMap and tokens Secret as
@@ -156,6 +157,53 @@ func TestPolicyWatchAgainstAPIServer(t *testing.T) {
 		within("the old token refused once its grace ended", alphaOld, http.StatusUnauthorized, 5*time.Second)
 		if got := status(alphaNew); got != http.StatusOK {
 			t.Fatalf("the new token after the grace: %d", got)
+		}
+	})
+
+	t.Run("a bad policy through the watch is refused, and every caller keeps the last good one", func(t *testing.T) {
+		good := configOf("alpha", "beta")
+		resp, _ := readyz(t, l.url, false)
+		goodHash := resp.Header.Get(gateway.HeaderConfigHash)
+		if goodHash != hashOf([]byte(good)) {
+			t.Fatalf("the hash in force before the bad policy: %q, want the watched config's", goodHash)
+		}
+		// delta arrives with a config that fails the check: neither is applied.
+		sec.Data["delta"] = []byte(deltaTok)
+		if sec, err = secrets.Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		bad := strings.Replace(configOf("alpha", "beta", "delta"), "    enabled: true\n", "    enabled: true\n    agent_max_seconds: 4\n", 1)
+		cm.Data["config.yml"] = bad
+		if cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			resp, _ := readyz(t, l.url, false)
+			if strings.HasPrefix(resp.Header.Get(gateway.HeaderConfigRejected), "gateway.mcp_http.agent_max_seconds: 4 is outside") {
+				if got := resp.Header.Get(gateway.HeaderConfigHash); got != goodHash {
+					t.Fatalf("the hash in force after the rejection: %q, want the last good %q", got, goodHash)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the bad policy was never reported rejected: %v; logs:\n%s", resp.Header, l.logs.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		for tok, want := range map[string]int{alphaNew: http.StatusOK, betaTok: http.StatusOK, deltaTok: http.StatusUnauthorized} {
+			if got := status(tok); got != want {
+				t.Errorf("%.5s… under the last good policy: %d, want %d", tok, got, want)
+			}
+		}
+		// The fix arrives the same way and applies at once.
+		cm.Data["config.yml"] = configOf("alpha", "beta", "delta")
+		if cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		within("delta callable once the policy is fixed", deltaTok, http.StatusOK, 5*time.Second)
+		if resp, _ := readyz(t, l.url, false); resp.Header.Get(gateway.HeaderConfigRejected) != "" {
+			t.Fatalf("still reported rejected after the fix: %v", resp.Header)
 		}
 	})
 
