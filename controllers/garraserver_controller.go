@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -280,6 +281,15 @@ func (s *reconcileState) requeueAt(d time.Duration) {
 
 // event records an event on the GarraServer.
 func (r *GarraServerReconciler) event(gs *garrav1alpha1.GarraServer, warning bool, reason, action, format string, args ...any) {
+	r.eventAbout(gs, nil, warning, reason, action, format, args...)
+}
+
+// eventAbout records an event on the GarraServer about one of its objects.
+// The recorder folds events of one pass that share their regarding object,
+// reason and related object into a single event whose note is the first
+// one's, so the related object is what keeps "generated Secret a" and
+// "generated Secret b" two events, each with its own note.
+func (r *GarraServerReconciler) eventAbout(gs *garrav1alpha1.GarraServer, related runtime.Object, warning bool, reason, action, format string, args ...any) {
 	if r.Recorder == nil {
 		return
 	}
@@ -287,5 +297,5 @@ func (r *GarraServerReconciler) event(gs *garrav1alpha1.GarraServer, warning boo
 	if warning {
 		typ = corev1.EventTypeWarning
 	}
-	r.Recorder.Eventf(gs, nil, typ, reason, action, format, args...)
+	r.Recorder.Eventf(gs, related, typ, reason, action, format, args...)
 }

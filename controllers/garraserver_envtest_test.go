@@ -516,6 +516,12 @@ var _ = Describe("GarraServer", func() {
 
 		By("checking the events")
 		Eventually(func() []string { return eventReasons(ns) }, timeout, interval).Should(ContainElements("SecretGenerated", "OrchestratorAdded"))
+		// One event per orchestrator and per Secret, each with its own note,
+		// not one folded event that names only the first.
+		Eventually(func() []string { return eventNotes(ns, "OrchestratorAdded") }, timeout, interval).Should(ConsistOf(
+			ContainSubstring("orchestrator badgood added"), ContainSubstring("orchestrator n8n added")))
+		Eventually(func() []string { return eventNotes(ns, "SecretGenerated") }, timeout, interval).Should(ContainElements(
+			ContainSubstring("Secret "+ns+"/team-a-orch-badgood "), ContainSubstring("Secret "+ns+"/team-a-orch-n8n ")))
 	})
 
 	It("writes status and conditions from the Deployments' availability", func() {

@@ -55,7 +55,7 @@ func (r *GarraServerReconciler) ensureSecret(ctx context.Context, s *reconcileSt
 	err = r.Create(ctx, sec, client.FieldOwner(FieldOwner))
 	switch {
 	case err == nil:
-		r.event(s.gs, false, garrav1alpha1.EventSecretGenerated, "Create", "generated Secret %s/%s (keys %s)", ns, name, keyList(sec))
+		r.eventAbout(s.gs, sec, false, garrav1alpha1.EventSecretGenerated, "Create", "generated Secret %s/%s (keys %s)", ns, name, keyList(sec))
 	case apierrors.IsAlreadyExists(err):
 		// It exists but the cache has not seen it yet: read, never overwrite.
 		sec = &corev1.Secret{}

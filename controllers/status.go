@@ -252,7 +252,8 @@ func (r *GarraServerReconciler) statusEvents(old, gs *garrav1alpha1.GarraServer)
 	}
 	for _, o := range gs.Status.Orchestrators {
 		if !had[o.Name] {
-			r.event(gs, false, garrav1alpha1.EventOrchestratorAdded, "Create", "orchestrator %s added: sandbox %s, workspace %s", o.Name, o.SandboxEndpoint, o.WorkspaceClaim)
+			sandbox := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: sandboxName(gs, o.Name), Namespace: gs.Namespace}}
+			r.eventAbout(gs, sandbox, false, garrav1alpha1.EventOrchestratorAdded, "Create", "orchestrator %s added: sandbox %s, workspace %s", o.Name, o.SandboxEndpoint, o.WorkspaceClaim)
 		}
 	}
 }
