@@ -16,7 +16,6 @@ import (
 
 	"github.com/garraia/garra/internal/config"
 	"github.com/garraia/garra/internal/jail"
-	"github.com/garraia/garra/internal/shellgate"
 	"github.com/garraia/garra/internal/tools"
 )
 
@@ -101,10 +100,10 @@ type SandboxOptions struct {
 // it stays in the gateway, which holds the key.
 func Sandbox(o SandboxOptions) *tools.Local {
 	return tools.NewLocal(tools.LocalOptions{
-		Jail:           o.Jail,
-		WorkingDir:     o.Workspace,
-		Bash:           &tools.HostRunner{DefaultDir: o.Workspace, MaxOutputBytes: o.MaxOutputBytes, MaxProcs: -1, Confiner: o.Confiner, ExtraEnv: o.Env},
-		Gate:           shellgate.Policy{NetworkBounded: true},
+		Jail:       o.Jail,
+		WorkingDir: o.Workspace,
+		Bash: &tools.HostRunner{DefaultDir: o.Workspace, MaxOutputBytes: o.MaxOutputBytes, MaxProcs: -1, Confiner: o.Confiner,
+			ExtraEnv: o.Env, PodNetwork: true},
 		HTTPClient:     o.HTTPClient,
 		MaxOutputBytes: o.MaxOutputBytes,
 	})

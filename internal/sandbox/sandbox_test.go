@@ -24,7 +24,6 @@ import (
 	"github.com/garraia/garra/internal/filewatch/kubelet"
 	"github.com/garraia/garra/internal/jail"
 	"github.com/garraia/garra/internal/sandbox"
-	"github.com/garraia/garra/internal/shellgate"
 	"github.com/garraia/garra/internal/tools"
 	"github.com/garraia/garra/test/proctest"
 	"github.com/garraia/garra/test/testlog"
@@ -134,7 +133,7 @@ func TestListsExactlyTheLocalTools(t *testing.T) {
 	}
 	// The pod's NetworkPolicy decides the network, so the gate's network
 	// rules are off and the description says so.
-	want, _ := tools.NewLocal(tools.LocalOptions{Bash: &tools.HostRunner{}, Gate: shellgate.Policy{NetworkBounded: true}}).Tools(context.Background())
+	want, _ := tools.NewLocal(tools.LocalOptions{Bash: &tools.HostRunner{PodNetwork: true}}).Tools(context.Background())
 	wantNames := []string{"bash", "file_read", "file_write", "git_diff", "web_fetch"}
 	if got := tools.Names(want); !slices.Equal(got, wantNames) {
 		t.Fatalf("tools.Local lists %v, want %v", got, wantNames)

@@ -798,7 +798,7 @@ func TestFamilies(t *testing.T) {
 	for _, fam := range families {
 		t.Run(fam.name, func(t *testing.T) {
 			for _, tc := range fam.blocked {
-				d := Check(tc.cmd)
+				d := check(tc.cmd)
 				switch {
 				case d.Allowed:
 					t.Errorf("Check(%q) allowed, want blocked", tc.cmd)
@@ -807,7 +807,7 @@ func TestFamilies(t *testing.T) {
 				}
 			}
 			for _, cmd := range fam.allowed {
-				if d := Check(cmd); !d.Allowed {
+				if d := check(cmd); !d.Allowed {
 					t.Errorf("Check(%q) blocked (%s), want allowed", cmd, d.Reason)
 				}
 			}

@@ -54,7 +54,7 @@ func FuzzCheck(f *testing.F) {
 		if _, err := syntax.NewParser().Parse(strings.NewReader(cmd), ""); err != nil && d.Allowed {
 			t.Fatalf("unparsable input allowed: %v", err)
 		}
-		if again := Check(cmd); again != d {
+		if again := check(cmd); again != d {
 			t.Fatalf("non-deterministic: %+v then %+v", d, again)
 		}
 	})

@@ -35,23 +35,16 @@ const (
 
 // Policy is what the gate may leave to a boundary outside it.
 type Policy struct {
-	// NetworkBounded says the network the command can reach is already
-	// decided outside the process: by a sandbox pod's NetworkPolicy
-	// (nothing, the public internet, or only the gateway's egress proxy,
-	// which holds the credentials), or by the kernel (the call's own empty
-	// network namespace, a container without a network). There the gate's
-	// network rules only get in the way of the work the boundary was set
-	// up for, so network-capable programs and git push pass; every other
-	// rule stands.
+	// NetworkBounded says a pod's NetworkPolicy or the kernel decides what
+	// the command reaches: network-capable programs and git push pass, and
+	// every other rule stands.
 	NetworkBounded bool
 }
 
-// Check parses command as bash and decides whether it may run, with every
-// rule on. It has no side effects and is safe for concurrent use.
-func Check(command string) Decision { return CheckWith(command, Policy{}) }
-
-// CheckWith is Check under a policy.
-func CheckWith(command string, p Policy) (d Decision) {
+// Check parses command as bash and decides whether it may run under p
+// (the zero Policy: every rule on). It has no side effects and is safe for
+// concurrent use.
+func Check(command string, p Policy) (d Decision) {
 	defer func() {
 		// The gate is fail-closed even against its own bugs.
 		if recover() != nil {
@@ -61,7 +54,7 @@ func CheckWith(command string, p Policy) (d Decision) {
 	return decide(command, p)
 }
 
-// decide is CheckWith without the panic guard, so that fuzzing sees panics.
+// decide is Check without the panic guard, so that fuzzing sees panics.
 func decide(command string, p Policy) Decision {
 	if len(command) > maxInput {
 		return Decision{Reason: "command too long to analyse"}
@@ -336,7 +329,7 @@ func (c *checker) word(w *syntax.Word) string {
 			return r
 		}
 	}
-	if devNet(a.pat, false) {
+	if devNet(a.pat, false) && !c.networkBounded() {
 		return "network access via /dev/tcp or /dev/udp"
 	}
 	return ""
@@ -384,7 +377,7 @@ func (c *checker) redirect(r *syntax.Redirect) string {
 		return ""
 	}
 	a := c.resolve(r.Word)
-	if devNet(a.pat, true) {
+	if devNet(a.pat, true) && !c.networkBounded() {
 		return "network access via /dev/tcp or /dev/udp"
 	}
 	switch r.Op {
@@ -578,6 +571,5 @@ func isDigits(s string) bool {
 	return true
 }
 
-// networkBounded reports the policy's NetworkBounded; a checker outside a
-// decision (no env) has every rule on.
+// networkBounded: a checker outside a decision (no env) has every rule on.
 func (c *checker) networkBounded() bool { return c.env != nil && c.env.policy.NetworkBounded }

@@ -674,7 +674,7 @@ var allowed = []string{
 
 func TestBlocked(t *testing.T) {
 	for _, tc := range blocked {
-		d := Check(tc.cmd)
+		d := check(tc.cmd)
 		if d.Allowed {
 			t.Errorf("Check(%q) allowed, want blocked", tc.cmd)
 			continue
@@ -690,7 +690,7 @@ func TestBlocked(t *testing.T) {
 
 func TestAllowed(t *testing.T) {
 	for _, cmd := range allowed {
-		if d := Check(cmd); !d.Allowed || d.Reason != "" {
+		if d := check(cmd); !d.Allowed || d.Reason != "" {
 			t.Errorf("Check(%q) = %+v, want allowed", cmd, d)
 		}
 	}
@@ -729,7 +729,7 @@ func TestReasonIsShort(t *testing.T) {
 		"git -c " + long + "=x log",
 		"f" + long + "(){ f" + long + "; }",
 	} {
-		d := Check(cmd)
+		d := check(cmd)
 		if len(d.Reason) > 160 {
 			t.Errorf("reason too long (%d bytes) for %.30q…", len(d.Reason), cmd)
 		}
@@ -737,7 +737,7 @@ func TestReasonIsShort(t *testing.T) {
 }
 
 func TestTooLong(t *testing.T) {
-	if d := Check("echo " + strings.Repeat("a", maxInput)); d.Allowed {
+	if d := check("echo " + strings.Repeat("a", maxInput)); d.Allowed {
 		t.Fatal("oversized command allowed")
 	}
 }
@@ -748,14 +748,14 @@ func TestDeepNesting(t *testing.T) {
 	for i := 0; i < maxDepth+3; i++ {
 		cmd = "bash -c " + shellQuote(cmd)
 	}
-	if d := Check(cmd); d.Allowed {
+	if d := check(cmd); d.Allowed {
 		t.Fatal("deeply nested bash -c allowed")
 	}
 	cmd = "ls"
 	for i := 0; i < 3; i++ {
 		cmd = "bash -c " + shellQuote(cmd)
 	}
-	if d := Check(cmd); !d.Allowed {
+	if d := check(cmd); !d.Allowed {
 		t.Fatalf("three levels of bash -c ls blocked: %s", d.Reason)
 	}
 }
@@ -767,14 +767,14 @@ func shellQuote(s string) string {
 // Wrappers with irregular options must not turn into exponential work.
 func TestWrapperChainsAreBounded(t *testing.T) {
 	cmd := strings.Repeat("strace -x ", 200) + "ls"
-	d := Check(cmd)
+	d := check(cmd)
 	_ = d // either verdict is fine; the point is that it returns
-	if d := Check(strings.Repeat("strace ", 100) + "curl x"); d.Allowed {
+	if d := check(strings.Repeat("strace ", 100) + "curl x"); d.Allowed {
 		t.Fatal("curl behind a strace chain allowed")
 	}
 	big := "bash -c '" + strings.Repeat("echo hi; ", 10000) + "'"
 	start := time.Now()
-	Check(strings.Repeat("strace ", 30) + big)
+	check(strings.Repeat("strace ", 30) + big)
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("wrapper chain around a large script took %v", d)
 	}
@@ -796,7 +796,7 @@ func BenchmarkCheck(b *testing.B) {
 	b.ReportAllocs()
 	n := 0
 	for b.Loop() {
-		Check(mix[n%len(mix)])
+		check(mix[n%len(mix)])
 		n++
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "decisions/s")
@@ -820,7 +820,7 @@ func TestPathologicalInputsAreFast(t *testing.T) {
 		"env assignments":   "env " + strings.Repeat("A=1 ", 25000) + "ls",
 	} {
 		start := time.Now()
-		Check(cmd)
+		check(cmd)
 		if d := time.Since(start); d > 5*time.Second {
 			t.Errorf("%s: %v", name, d)
 		}

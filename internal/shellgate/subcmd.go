@@ -250,11 +250,9 @@ func (c *checker) git(cl callCtx) string {
 	}
 	sub := args[i].val
 	rest := args[i+1:]
-	// Where a push goes is the network boundary's to decide when there is
-	// one; its options are still checked (--receive-pack, --exec run
-	// programs).
-	bounded := sub == "push" && c.networkBounded()
-	if !bounded && (gitDenied()[sub] || strings.HasPrefix(sub, "credential-")) {
+	// A bounded network decides where a push goes; its options
+	// (--receive-pack, --exec) are still checked below.
+	if (gitDenied()[sub] && !(sub == "push" && c.networkBounded())) || strings.HasPrefix(sub, "credential-") {
 		return "mutating subcommand " + q("git "+sub)
 	}
 	if foreignDir {

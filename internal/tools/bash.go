@@ -104,7 +104,7 @@ func (l *Local) callBash(ctx context.Context, raw json.RawMessage) (Result, erro
 	if err != nil {
 		return argsError(ToolBash, err), nil
 	}
-	if d := shellgate.CheckWith(command, l.gate); !d.Allowed {
+	if d := shellgate.Check(command, l.gate); !d.Allowed {
 		return Result{Output: "blocked: " + d.Reason, IsError: true}, nil
 	}
 	runCtx, cancel := context.WithTimeout(ctx, time.Duration(secs)*time.Second)
@@ -175,6 +175,9 @@ type HostRunner struct {
 	// the allowlisted environment (the sandbox's egress proxy settings,
 	// whose token follows a rotation).
 	ExtraEnv func() []string
+	// PodNetwork says the commands run in a pod whose NetworkPolicy
+	// decides what they reach.
+	PodNetwork bool
 }
 
 // Confiner makes the kernel confinement of one bash call on the host: what
@@ -197,11 +200,11 @@ type NetworkBounder interface {
 	NetworkBounded() bool
 }
 
-// NetworkBounded reports whether r's Confiner keeps every command off the
-// network.
+// NetworkBounded reports whether a boundary outside the gate decides the
+// network of every command: the pod's NetworkPolicy, or r's Confiner.
 func (r *HostRunner) NetworkBounded() bool {
 	nb, ok := r.Confiner.(NetworkBounder)
-	return ok && nb.NetworkBounded()
+	return r.PodNetwork || ok && nb.NetworkBounded()
 }
 
 // Confinement is one call's confinement.

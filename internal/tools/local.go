@@ -40,10 +40,6 @@ type LocalOptions struct {
 	// Bash runs shell commands. Nil means bash is not registered at all
 	// (see DecideBash for when it may be set).
 	Bash BashRunner
-	// Gate is the shell gate's policy for those commands (the zero value:
-	// every rule on). A runner that is a NetworkBounder saying so turns
-	// its network rules off whatever Gate says.
-	Gate shellgate.Policy
 	// BraveAPIKey enables web_search; "" means web_search is not
 	// registered.
 	BraveAPIKey string
@@ -96,7 +92,6 @@ func NewLocal(o LocalOptions) *Local {
 		jail:      o.Jail,
 		workDir:   o.WorkingDir,
 		bash:      o.Bash,
-		gate:      o.Gate,
 		braveKey:  o.BraveAPIKey,
 		braveBase: strings.TrimRight(o.BraveBaseURL, "/"),
 		http:      o.HTTPClient,

@@ -23,7 +23,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/garraia/garra/internal/sandbox"
-	"github.com/garraia/garra/internal/shellgate"
 	"github.com/garraia/garra/internal/tools"
 )
 
@@ -70,7 +69,7 @@ func TestRemoteListsTheSandboxTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := tools.NewLocal(tools.LocalOptions{Bash: &tools.HostRunner{}, Gate: shellgate.Policy{NetworkBounded: true}}).Tools(context.Background())
+	want, _ := tools.NewLocal(tools.LocalOptions{Bash: &tools.HostRunner{PodNetwork: true}}).Tools(context.Background())
 	if g, w := tools.Names(got), tools.Names(want); !slices.Equal(g, w) {
 		t.Fatalf("names %v, want %v", g, w)
 	}
